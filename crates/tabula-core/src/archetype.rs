@@ -1,0 +1,188 @@
+//! Archetypes: one table per distinct set of component types, linked by cached edges.
+//!
+//! Every entity lives in exactly one archetype, the one whose component set equals its own.
+//! Adding or removing components moves the entity's row to another archetype; the first time a
+//! given bundle is added to (or removed from) an archetype, the target is found and the column
+//! mapping computed, and that [edge](Edges) is cached so every later move is a lookup.
+
+mod edges;
+
+use std::any::TypeId;
+
+use hashbrown::HashMap;
+
+use crate::component::{ComponentId, Components};
+use crate::entity::Entity;
+use crate::storage::Table;
+
+pub(crate) use edges::{BundleId, Edges, InsertEdge, RemoveEdge};
+
+/// Names one archetype of a [`World`](crate::World); dense, starting at
+/// [`ArchetypeId::EMPTY`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArchetypeId(u32);
+
+impl ArchetypeId {
+    /// The archetype of entities with no components; it always exists.
+    pub const EMPTY: Self = Self(0);
+    /// Marks "no archetype" in the location of a free slot.
+    pub(crate) const NONE: Self = Self(u32::MAX);
+
+    /// The id as an index.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The entities that share one exact set of component types, and their table.
+pub struct Archetype {
+    id: ArchetypeId,
+    components: Box<[ComponentId]>,
+    names: Box<[&'static str]>,
+    /// `(TypeId, column)` sorted by `TypeId`, for typed lookups without the registry.
+    by_type: Box<[(TypeId, u32)]>,
+    pub(crate) table: Table,
+    pub(crate) edges: Edges,
+}
+
+impl Archetype {
+    fn new(id: ArchetypeId, components: Box<[ComponentId]>, registry: &Components) -> Self {
+        let infos = components.iter().map(|&c| registry.info(c));
+        let mut by_type: Box<[(TypeId, u32)]> = infos
+            .clone()
+            .enumerate()
+            .map(|(column, info)| (info.type_id(), column as u32))
+            .collect();
+        by_type.sort_unstable_by_key(|&(type_id, _)| type_id);
+        Self {
+            id,
+            names: infos.clone().map(|info| info.name()).collect(),
+            table: Table::new(infos),
+            components,
+            by_type,
+            edges: Edges::default(),
+        }
+    }
+
+    /// This archetype's id.
+    pub fn id(&self) -> ArchetypeId {
+        self.id
+    }
+
+    /// How many entities live here.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when no entity lives here (the archetype is kept for its cached edges).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.table.len() == 0
+    }
+
+    /// The entities stored here, in row order.
+    #[inline]
+    pub fn entities(&self) -> &[Entity] {
+        self.table.entities()
+    }
+
+    /// The component set, sorted by id; column `i` stores `component_ids()[i]`.
+    pub fn component_ids(&self) -> &[ComponentId] {
+        &self.components
+    }
+
+    /// The Rust type names of the components, in column order.
+    pub fn component_names(&self) -> impl ExactSizeIterator<Item = &'static str> + '_ {
+        self.names.iter().copied()
+    }
+
+    /// True when entities here have component `T`.
+    pub fn has<T: 'static>(&self) -> bool {
+        self.column_of_type(TypeId::of::<T>()).is_some()
+    }
+
+    /// The column storing the component with this id.
+    #[inline]
+    pub(crate) fn column_of(&self, id: ComponentId) -> Option<usize> {
+        self.components.binary_search(&id).ok()
+    }
+
+    /// The column storing the component with this Rust type.
+    #[inline]
+    pub(crate) fn column_of_type(&self, type_id: TypeId) -> Option<usize> {
+        // Archetypes are small: a linear scan beats hashing for the common sizes.
+        if self.by_type.len() <= 8 {
+            self.by_type
+                .iter()
+                .find(|&&(t, _)| t == type_id)
+                .map(|&(_, column)| column as usize)
+        } else {
+            self.by_type
+                .binary_search_by_key(&type_id, |&(t, _)| t)
+                .ok()
+                .map(|i| self.by_type[i].1 as usize)
+        }
+    }
+}
+
+impl std::fmt::Debug for Archetype {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Archetype")
+            .field("id", &self.id)
+            .field("components", &self.names)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// All archetypes of a world, the index from component set to archetype, and the edge cache.
+pub(crate) struct Archetypes {
+    pub(crate) archetypes: Vec<Archetype>,
+    by_components: HashMap<Box<[ComponentId]>, ArchetypeId>,
+    pub(crate) insert_edges: Vec<InsertEdge>,
+    pub(crate) remove_edges: Vec<RemoveEdge>,
+}
+
+impl Archetypes {
+    pub(crate) fn new(registry: &Components) -> Self {
+        let mut archetypes = Self {
+            archetypes: Vec::new(),
+            by_components: HashMap::new(),
+            insert_edges: Vec::new(),
+            remove_edges: Vec::new(),
+        };
+        let empty = archetypes.get_or_create(registry, &[]);
+        debug_assert_eq!(empty, ArchetypeId::EMPTY);
+        archetypes
+    }
+
+    /// The archetype for a sorted, duplicate-free component set, created on first use.
+    pub(crate) fn get_or_create(&mut self, registry: &Components, components: &[ComponentId]) -> ArchetypeId {
+        debug_assert!(components.windows(2).all(|w| w[0] < w[1]), "component set must be sorted");
+        if let Some(&id) = self.by_components.get(components) {
+            return id;
+        }
+        let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
+        self.archetypes.push(Archetype::new(id, components.into(), registry));
+        self.by_components.insert(components.into(), id);
+        id
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.archetypes.len()
+    }
+}
+
+/// Two distinct archetypes, both mutably (a move reads one table and writes the other).
+pub(crate) fn pair_mut(archetypes: &mut [Archetype], a: ArchetypeId, b: ArchetypeId) -> (&mut Archetype, &mut Archetype) {
+    assert_ne!(a, b, "pair_mut needs two distinct archetypes");
+    let (a, b) = (a.index(), b.index());
+    if a < b {
+        let (low, high) = archetypes.split_at_mut(b);
+        (&mut low[a], &mut high[0])
+    } else {
+        let (low, high) = archetypes.split_at_mut(a);
+        (&mut high[0], &mut low[b])
+    }
+}

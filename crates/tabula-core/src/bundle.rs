@@ -1,0 +1,210 @@
+//! Bundles: the tuples of components that are spawned, inserted and removed together.
+//!
+//! A bundle is a tuple of up to 16 component values, `(Position, Velocity)`; `()` is the empty
+//! bundle. The world computes a bundle's component set once per bundle type ([`BundleInfo`])
+//! and writes the fields straight into the destination columns with typed stores — no
+//! per-component dispatch on the hot path.
+
+use std::any::{TypeId, type_name};
+
+use crate::archetype::BundleId;
+use crate::change::Tick;
+use crate::component::{Component, ComponentId, Components, TypeIdMap};
+use crate::storage::Table;
+
+/// A tuple of components that can be spawned, inserted or removed as a unit.
+///
+/// Implemented for tuples of 0 to 16 components, each a distinct type. For a single
+/// component, use a one-element tuple `(value,)` or the `*_one` methods of
+/// [`World`](crate::World).
+///
+/// ```
+/// use tabula_core::World;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Position(f32, f32);
+/// struct Velocity(f32, f32);
+///
+/// let mut world = World::new();
+/// let e = world.spawn((Position(0.0, 0.0), Velocity(1.0, 0.0)));
+/// let (position,) = world.remove::<(Position,)>(e).unwrap();
+/// assert_eq!(position, Position(0.0, 0.0));
+/// ```
+///
+/// A bundle listing one component type twice is a programmer error and panics on first use:
+///
+/// ```should_panic
+/// let mut world = tabula_core::World::new();
+/// world.spawn((1u32, 2u32)); // panics: u32 appears twice
+/// ```
+pub trait Bundle: sealed::BundleStorage + Send + Sync + 'static {}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How a bundle's fields reach typed columns. Sealed: the invariants below are upheld by
+    /// the tuple implementations in this module only.
+    pub trait BundleStorage: Sized {
+        /// Appends the component ids of the fields, in field order, registering them.
+        fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>);
+
+        /// Moves every field into its column at `row`, which is uninitialised.
+        ///
+        /// # Safety
+        /// `columns[i]` is a column of `table` storing field `i`'s type, all distinct, and
+        /// `row` is a freshly pushed, uninitialised row of `table`.
+        unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick);
+
+        /// Moves every field into its column at `row`: fields with `replaced[i]` replace an
+        /// initialised value (which is dropped after all fields are written), the others fill
+        /// uninitialised slots.
+        ///
+        /// # Safety
+        /// As for `write_new`, except that slot `(columns[i], row)` is initialised exactly
+        /// when `replaced[i]`.
+        unsafe fn write_or_replace(
+            self,
+            table: &mut Table,
+            columns: &[u32],
+            replaced: &[bool],
+            row: usize,
+            tick: Tick,
+        );
+
+        /// Reads the fields back from the values a `Table::move_row` left behind.
+        ///
+        /// # Safety
+        /// Called right after `move_row`, with `columns[i]` an unmapped column of `table`
+        /// storing field `i`'s type; each removed value is read exactly once.
+        unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self;
+    }
+}
+
+/// What the world knows about one bundle type.
+pub(crate) struct BundleInfo {
+    pub(crate) id: BundleId,
+    /// Component ids in field order.
+    pub(crate) fields: Box<[ComponentId]>,
+    /// The same ids, sorted.
+    pub(crate) sorted: Box<[ComponentId]>,
+}
+
+/// The bundle types a world has seen.
+#[derive(Default)]
+pub(crate) struct Bundles {
+    pub(crate) infos: Vec<BundleInfo>,
+    by_type: TypeIdMap<BundleId>,
+}
+
+impl Bundles {
+    /// The id of bundle type `B`, computing its info on first use.
+    ///
+    /// # Panics
+    /// When `B` lists a component type twice (a programmer error in the calling code).
+    #[inline]
+    pub(crate) fn id_of<B: Bundle>(&mut self, components: &mut Components) -> BundleId {
+        match self.by_type.get(&TypeId::of::<B>()) {
+            Some(&id) => id,
+            None => self.register::<B>(components),
+        }
+    }
+
+    #[cold]
+    fn register<B: Bundle>(&mut self, components: &mut Components) -> BundleId {
+        let mut fields = Vec::new();
+        B::component_ids(components, &mut fields);
+        let mut sorted = fields.clone();
+        sorted.sort_unstable();
+        if let Some(pair) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            panic!(
+                "bundle `{}` lists component `{}` twice; a bundle holds each component type at \
+                 most once, so remove the duplicate field",
+                type_name::<B>(),
+                components.info(pair[0]).name()
+            );
+        }
+        let id = self.infos.len();
+        self.infos.push(BundleInfo {
+            id,
+            fields: fields.into(),
+            sorted: sorted.into(),
+        });
+        self.by_type.insert(TypeId::of::<B>(), id);
+        id
+    }
+}
+
+macro_rules! tuple_bundle {
+    ($($name:ident $index:tt),*) => {
+        impl<$($name: Component),*> Bundle for ($($name,)*) {}
+
+        #[allow(unused_variables, clippy::unused_unit)]
+        impl<$($name: Component),*> sealed::BundleStorage for ($($name,)*) {
+            fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>) {
+                $( out.push(components.register::<$name>()); )*
+            }
+
+            #[inline]
+            unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
+                $(
+                    // SAFETY: column `columns[i]` stores field `i`'s type and `row` is free
+                    // there (the caller's contract).
+                    unsafe {
+                        table.column_mut(columns[$index] as usize).write_value::<$name>(row, self.$index, tick);
+                    }
+                )*
+            }
+
+            #[inline]
+            unsafe fn write_or_replace(
+                self,
+                table: &mut Table,
+                columns: &[u32],
+                replaced: &[bool],
+                row: usize,
+                tick: Tick,
+            ) {
+                // Old values are collected and dropped only after every column is written, so
+                // a panicking `Drop` cannot leave a row half-filled.
+                let _old = ($({
+                    let column = table.column_mut(columns[$index] as usize);
+                    if replaced[$index] {
+                        // SAFETY: the slot holds a `$name` (the caller's contract).
+                        Some(unsafe { column.replace_value::<$name>(row, self.$index, tick) })
+                    } else {
+                        // SAFETY: the slot is free and stores `$name` (the caller's contract).
+                        unsafe { column.write_value::<$name>(row, self.$index, tick) };
+                        None
+                    }
+                },)*);
+            }
+
+            #[inline]
+            unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self {
+                ($(
+                    // SAFETY: the removed value of field `i`'s type waits in that column, and
+                    // is read exactly once (the caller's contract).
+                    unsafe { table.removed_value(columns[$index] as usize).cast::<$name>().read() },
+                )*)
+            }
+        }
+    };
+}
+
+tuple_bundle!();
+tuple_bundle!(A 0);
+tuple_bundle!(A 0, B 1);
+tuple_bundle!(A 0, B 1, C 2);
+tuple_bundle!(A 0, B 1, C 2, D 3);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);

@@ -1,0 +1,302 @@
+//! The entity allocator: a free list plus one atomic cursor.
+//!
+//! `&mut self` methods (`alloc`, `free`, `flush`) are the normal path. `reserve_entity(&self)`
+//! lets many threads hand out ids at once — commands use it to return an `Entity` before the
+//! entity exists. The protocol (the scheme hecs uses):
+//!
+//! * `pending` is the free list and `free_cursor` counts how much of it is still unclaimed.
+//! * A reservation does `free_cursor.fetch_sub(n)`. Each cursor value `v` it passes over names
+//!   one id: `v > 0` claims `pending[v - 1]`; `v <= 0` claims the fresh index
+//!   `meta.len() - v`, past every slot that exists.
+//! * Reservations never write shared state other than the cursor, so they need no lock; only
+//!   `flush(&mut self)` turns them into real entities and resets the cursor.
+//!
+//! A slot's generation is bumped when it is freed. A slot whose generation would overflow is
+//! retired instead of reused, so a stale handle can never match a later occupant.
+
+use std::num::NonZeroU32;
+
+use super::{Entity, EntityLocation};
+use crate::sync::{AtomicI64, Ordering};
+
+#[derive(Clone, Copy, Debug)]
+struct EntityMeta {
+    /// For a live or reserved slot, the generation of its entity; for a free slot, the
+    /// generation its next entity will get.
+    generation: NonZeroU32,
+    location: EntityLocation,
+}
+
+impl EntityMeta {
+    const FRESH: Self = Self {
+        generation: NonZeroU32::MIN,
+        location: EntityLocation::NOWHERE,
+    };
+}
+
+/// Hands out [`Entity`] ids and records where each live entity is stored.
+#[derive(Debug)]
+pub struct Entities {
+    meta: Vec<EntityMeta>,
+    /// Free slot indices; the unclaimed prefix is `pending[..free_cursor]`.
+    pending: Vec<u32>,
+    free_cursor: AtomicI64,
+    /// Entities with a location (reserved-but-unflushed ones are not counted).
+    live: u32,
+}
+
+impl Default for Entities {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Entities {
+    /// An allocator with no entities.
+    pub fn new() -> Self {
+        Self {
+            meta: Vec::new(),
+            pending: Vec::new(),
+            free_cursor: AtomicI64::new(0),
+            live: 0,
+        }
+    }
+
+    /// Reserves one id without `&mut` access; safe to call from many threads at once.
+    /// The entity exists (with no components) after the next [`flush`](Self::flush).
+    pub fn reserve_entity(&self) -> Entity {
+        let n = self.free_cursor.fetch_sub(1, Ordering::Relaxed);
+        self.entity_for_cursor(n)
+    }
+
+    /// Reserves `count` ids at once with a single atomic operation.
+    pub fn reserve_entities(&self, count: u32) -> ReserveEntities<'_> {
+        let count = i64::from(count);
+        let end = self.free_cursor.fetch_sub(count, Ordering::Relaxed);
+        ReserveEntities {
+            entities: self,
+            cursors: (end - count + 1)..(end + 1),
+        }
+    }
+
+    fn entity_for_cursor(&self, cursor: i64) -> Entity {
+        if cursor > 0 {
+            let index = self.pending[(cursor - 1) as usize];
+            Entity::new(index, self.meta[index as usize].generation)
+        } else {
+            let index = u32::try_from(self.meta.len() as i64 - cursor)
+                .ok()
+                .filter(|&i| i < u32::MAX)
+                .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+            Entity::new(index, NonZeroU32::MIN)
+        }
+    }
+
+    /// True when reservations were made since the last flush.
+    pub fn needs_flush(&mut self) -> bool {
+        self.cursor() != self.pending.len() as i64
+    }
+
+    /// The cursor on the `&mut` path: exclusive access means no reservation can race, so a
+    /// relaxed load is exact.
+    fn cursor(&mut self) -> i64 {
+        self.free_cursor.load(Ordering::Relaxed)
+    }
+
+    fn set_cursor(&mut self, cursor: i64) {
+        self.free_cursor.store(cursor, Ordering::Relaxed);
+    }
+
+    /// Turns every reservation into a live entity, calling `place` to get each one's location
+    /// (the world puts them in the empty archetype).
+    pub fn flush(&mut self, mut place: impl FnMut(Entity) -> EntityLocation) {
+        let cursor = self.cursor();
+        let first_claimed = if cursor >= 0 {
+            cursor as usize
+        } else {
+            let old_len = self.meta.len();
+            let new_len = old_len + (-cursor) as usize;
+            self.meta.resize(new_len, EntityMeta::FRESH);
+            for index in old_len..new_len {
+                let entity = Entity::new(index as u32, NonZeroU32::MIN);
+                self.meta[index].location = place(entity);
+                self.live += 1;
+            }
+            0
+        };
+        for i in first_claimed..self.pending.len() {
+            let index = self.pending[i] as usize;
+            let entity = Entity::new(index as u32, self.meta[index].generation);
+            self.meta[index].location = place(entity);
+            self.live += 1;
+        }
+        self.pending.truncate(first_claimed);
+        self.set_cursor(first_claimed as i64);
+    }
+
+    /// Allocates one id on the `&mut` path. Reservations must have been flushed first.
+    pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
+        debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
+        self.live += 1;
+        if let Some(index) = self.pending.pop() {
+            self.set_cursor(self.pending.len() as i64);
+            let meta = &mut self.meta[index as usize];
+            meta.location = location;
+            Entity::new(index, meta.generation)
+        } else {
+            let index = u32::try_from(self.meta.len())
+                .ok()
+                .filter(|&i| i < u32::MAX)
+                .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+            self.meta.push(EntityMeta {
+                generation: NonZeroU32::MIN,
+                location,
+            });
+            Entity::new(index, NonZeroU32::MIN)
+        }
+    }
+
+    /// Frees a live entity's slot and returns where it was stored; `None` for a dead or
+    /// never-created handle. Reservations must have been flushed first.
+    pub(crate) fn free(&mut self, entity: Entity) -> Option<EntityLocation> {
+        debug_assert!(!self.needs_flush(), "free with unflushed reservations");
+        let location = self.get(entity)?;
+        let meta = &mut self.meta[entity.index() as usize];
+        meta.location = EntityLocation::NOWHERE;
+        self.live -= 1;
+        // Retire the slot rather than wrap its generation: a stale handle must never match.
+        if let Some(next) = meta.generation.checked_add(1) {
+            meta.generation = next;
+            self.pending.push(entity.index());
+            self.set_cursor(self.pending.len() as i64);
+        }
+        Some(location)
+    }
+
+    /// Frees every entity, keeping generations so that old handles stay dead.
+    pub(crate) fn clear(&mut self) {
+        debug_assert!(!self.needs_flush(), "clear with unflushed reservations");
+        for index in 0..self.meta.len() {
+            let meta = self.meta[index];
+            if meta.location != EntityLocation::NOWHERE {
+                self.free(Entity::new(index as u32, meta.generation));
+            }
+        }
+    }
+
+    /// Where a live entity is stored; `None` for a dead, never-created or unflushed handle.
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Option<EntityLocation> {
+        let meta = self.meta.get(entity.index() as usize)?;
+        if meta.generation == entity.generation && meta.location != EntityLocation::NOWHERE {
+            Some(meta.location)
+        } else {
+            None
+        }
+    }
+
+    /// Records a live entity's new location after its row moved.
+    #[inline]
+    pub(crate) fn set_location(&mut self, entity: Entity, location: EntityLocation) {
+        debug_assert!(self.get(entity).is_some(), "set_location on dead {entity:?}");
+        self.meta[entity.index() as usize].location = location;
+    }
+
+    /// How many entities are live (flushed reservations included).
+    pub fn len(&self) -> u32 {
+        self.live
+    }
+
+    /// True when no entity is live.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+}
+
+/// The ids handed out by [`Entities::reserve_entities`].
+#[derive(Debug)]
+pub struct ReserveEntities<'a> {
+    entities: &'a Entities,
+    cursors: std::ops::Range<i64>,
+}
+
+impl Iterator for ReserveEntities<'_> {
+    type Item = Entity;
+
+    fn next(&mut self) -> Option<Entity> {
+        let cursor = self.cursors.next()?;
+        Some(self.entities.entity_for_cursor(cursor))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.cursors.size_hint()
+    }
+}
+
+impl ExactSizeIterator for ReserveEntities<'_> {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn placed() -> EntityLocation {
+        EntityLocation {
+            archetype: crate::ArchetypeId::EMPTY,
+            row: 0,
+        }
+    }
+
+    #[test]
+    fn freed_slot_is_reused_with_new_generation() {
+        let mut entities = Entities::new();
+        let a = entities.alloc(placed());
+        assert!(entities.free(a).is_some());
+        assert!(entities.free(a).is_none(), "double free is refused");
+        let b = entities.alloc(placed());
+        assert_eq!(b.index(), a.index());
+        assert_eq!(b.generation(), a.generation() + 1);
+        assert!(entities.get(a).is_none());
+        assert!(entities.get(b).is_some());
+    }
+
+    #[test]
+    fn reservations_cover_free_list_then_fresh_slots() {
+        let mut entities = Entities::new();
+        let live: Vec<_> = (0..4).map(|_| entities.alloc(placed())).collect();
+        entities.free(live[1]);
+        entities.free(live[3]);
+        let reserved: Vec<_> = entities.reserve_entities(5).collect();
+        let single = entities.reserve_entity();
+        let mut all: HashSet<_> = reserved.iter().copied().collect();
+        assert!(all.insert(single), "ids are distinct");
+        assert_eq!(all.len(), 6);
+        let indices: HashSet<_> = all.iter().map(|e| e.index()).collect();
+        assert_eq!(indices, (1..=1).chain(3..=7).collect());
+        assert!(all.iter().all(|&e| entities.get(e).is_none()));
+        assert!(entities.needs_flush());
+        let mut flushed = HashSet::new();
+        entities.flush(|e| {
+            flushed.insert(e);
+            placed()
+        });
+        assert_eq!(flushed, all);
+        assert!(!entities.needs_flush());
+        assert_eq!(entities.len(), 8);
+        assert!(all.iter().all(|&e| entities.get(e).is_some()));
+        // The next allocation is fresh, not a reused reservation.
+        assert_eq!(entities.alloc(placed()).index(), 8);
+    }
+
+    #[test]
+    fn exhausted_generation_retires_the_slot() {
+        let mut entities = Entities::new();
+        let e = entities.alloc(placed());
+        entities.meta[0].generation = NonZeroU32::MAX;
+        let stale = Entity::new(0, NonZeroU32::MAX);
+        entities.free(stale);
+        let next = entities.alloc(placed());
+        assert_ne!(next.index(), e.index(), "slot 0 is retired, never reused");
+        assert!(entities.get(stale).is_none());
+    }
+}

@@ -1,0 +1,39 @@
+//! Errors returned for bad input: each names the entity and, where relevant, the component.
+
+use std::fmt;
+
+use crate::entity::Entity;
+
+/// Why an operation on an entity was refused. The world is unchanged when one is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityError {
+    /// The entity was despawned, never created, or is a reservation not yet flushed.
+    NoSuchEntity(Entity),
+    /// The entity is alive but lacks a component the operation needs.
+    MissingComponent {
+        /// The entity.
+        entity: Entity,
+        /// The Rust type name of the missing component.
+        component: &'static str,
+    },
+    /// `spawn_at` was given an entity that already has components.
+    AlreadySpawned(Entity),
+}
+
+impl fmt::Display for EntityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSuchEntity(entity) => {
+                write!(f, "entity {entity:?} does not exist (despawned or never spawned)")
+            }
+            Self::MissingComponent { entity, component } => {
+                write!(f, "entity {entity:?} has no component `{component}`")
+            }
+            Self::AlreadySpawned(entity) => {
+                write!(f, "entity {entity:?} already has components; spawn_at needs a reserved, empty entity")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EntityError {}

@@ -1,0 +1,63 @@
+//! # tabula-core: entities, components and archetype storage
+//!
+//! This crate is the data half of the tabula ECS. It knows nothing about systems or threads;
+//! the scheduler in `tabula-schedule` sees it only through the access it declares.
+//!
+//! ## How data flows
+//!
+//! * An [`Entity`] is an id: a slot index and a generation. The [`Entities`] allocator maps it
+//!   to an [`EntityLocation`] — an archetype and a row.
+//! * A component is any `Send + Sync + 'static` value. The [`Components`] registry gives each
+//!   type a dense [`ComponentId`] and records its layout and drop function.
+//! * Entities with exactly the same component types share an [`Archetype`]. Its table stores
+//!   one type-erased, aligned column per component plus per-row `added`/`changed` [`Tick`]s,
+//!   so iterating a component is walking a plain slice.
+//! * A [`Bundle`] (a tuple of components) is spawned by writing each field straight into its
+//!   column. Inserting or removing a bundle moves the row to another archetype; the archetype
+//!   graph caches that edge, so after the first time the move is a lookup and a few copies.
+//! * The [`World`] owns all of it. Bad input — a dead entity, a missing component — is an
+//!   [`EntityError`] naming what was wrong, never undefined behaviour.
+//!
+//! ```
+//! use tabula_core::World;
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Position(f32, f32);
+//! #[derive(Debug, PartialEq)]
+//! struct Velocity(f32, f32);
+//!
+//! let mut world = World::new();
+//! let ship = world.spawn((Position(0.0, 0.0),));
+//! world.insert(ship, (Velocity(1.0, 2.0),))?;          // moves to the (Position, Velocity) archetype
+//! world.get_mut::<Position>(ship)?.0 += 1.0;
+//! assert_eq!(world.get::<Position>(ship)?, &Position(1.0, 0.0));
+//! let (velocity,) = world.remove::<(Velocity,)>(ship)?; // and back again
+//! assert_eq!(velocity, Velocity(1.0, 2.0));
+//! world.despawn(ship)?;
+//! assert!(world.despawn(ship).is_err());               // a stale id is an error, not UB
+//! # Ok::<(), tabula_core::EntityError>(())
+//! ```
+//!
+//! ## Where the `unsafe` is
+//!
+//! Raw component memory is touched only in `storage` (columns and tables) and through the
+//! sealed [`Bundle`] implementations that write typed values into those columns. See
+//! `docs/safety.md` for the invariants they rely on.
+
+mod archetype;
+mod bundle;
+mod change;
+mod component;
+mod entity;
+mod error;
+mod storage;
+mod sync;
+mod world;
+
+pub use archetype::{Archetype, ArchetypeId};
+pub use bundle::Bundle;
+pub use change::{Mut, Tick};
+pub use component::{Component, ComponentId, ComponentInfo, Components};
+pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
+pub use error::EntityError;
+pub use world::{EntityMut, EntityRef, SpawnBatch, World};

@@ -1,0 +1,245 @@
+//! One component type's values for every row of a table, plus their change ticks.
+
+use std::alloc::{self, Layout};
+use std::ptr::{self, NonNull};
+
+use crate::change::Tick;
+use crate::component::ComponentInfo;
+
+/// A raw, correctly aligned buffer of one component type, with `added` and `changed` ticks per
+/// row. It does not know its length or capacity: the owning [`Table`](super::Table) does, and
+/// passes them in. Zero-sized types never allocate value memory (their ticks still exist).
+///
+/// Invariant (kept by `Table`): `data`, `added` and `changed` are allocated for exactly the
+/// table's `capacity` rows (or dangling when that is zero / the type is zero-sized), and rows
+/// `0..len` hold initialised values of the column's type.
+pub(crate) struct Column {
+    item: Layout,
+    drop: Option<unsafe fn(*mut u8)>,
+    data: NonNull<u8>,
+    added: NonNull<Tick>,
+    changed: NonNull<Tick>,
+}
+
+// SAFETY: a column owns values of one component type, and components are `Send + Sync`
+// (enforced by the `Component` bound wherever a column's type is chosen). The raw pointers are
+// uniquely owned, like a `Vec`'s.
+unsafe impl Send for Column {}
+// SAFETY: as above; shared access only ever hands out `&T` of a `Sync` component type.
+unsafe impl Sync for Column {}
+
+fn array_layout(item: Layout, rows: usize) -> Layout {
+    let size = item.size().checked_mul(rows).expect("column capacity overflow");
+    Layout::from_size_align(size, item.align()).expect("column capacity overflow")
+}
+
+fn dangling(align: usize) -> NonNull<u8> {
+    // A non-null pointer aligned for the type, valid for zero-sized accesses.
+    NonNull::new(ptr::without_provenance_mut(align)).expect("alignment is never zero")
+}
+
+/// Grows (or first allocates) an array from `old_rows` to `new_rows` items of `item`.
+///
+/// # Safety
+/// `ptr` must come from a previous call with `new_rows == old_rows` (or be dangling when
+/// `old_rows == 0`), and `new_rows > old_rows`.
+unsafe fn grow_array(ptr: NonNull<u8>, item: Layout, old_rows: usize, new_rows: usize) -> NonNull<u8> {
+    let new = array_layout(item, new_rows);
+    if new.size() == 0 {
+        return ptr;
+    }
+    let raw = if old_rows == 0 || item.size() == 0 {
+        // SAFETY: `new` has non-zero size.
+        unsafe { alloc::alloc(new) }
+    } else {
+        let old = array_layout(item, old_rows);
+        // SAFETY: `ptr` was allocated with `old` (the caller's contract) and `new.size()` does
+        // not overflow `isize` (checked by `Layout::from_size_align`).
+        unsafe { alloc::realloc(ptr.as_ptr(), old, new.size()) }
+    };
+    NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(new))
+}
+
+/// Frees an array made by [`grow_array`].
+///
+/// # Safety
+/// `ptr` must have been allocated by `grow_array` for `rows` items of `item`.
+unsafe fn free_array(ptr: NonNull<u8>, item: Layout, rows: usize) {
+    let layout = array_layout(item, rows);
+    if layout.size() != 0 {
+        // SAFETY: allocated with exactly this layout (the caller's contract).
+        unsafe { alloc::dealloc(ptr.as_ptr(), layout) }
+    }
+}
+
+impl Column {
+    pub(crate) fn new(info: &ComponentInfo) -> Self {
+        Self {
+            item: info.layout(),
+            drop: info.drop_fn(),
+            data: dangling(info.layout().align()),
+            added: NonNull::dangling(),
+            changed: NonNull::dangling(),
+        }
+    }
+
+    /// Grows the buffers from `old_cap` to `new_cap` rows, keeping the contents.
+    ///
+    /// # Safety
+    /// `old_cap` is the current capacity and `new_cap > old_cap`.
+    pub(crate) unsafe fn grow(&mut self, old_cap: usize, new_cap: usize) {
+        let tick = Layout::new::<Tick>();
+        // SAFETY: the buffers were allocated for `old_cap` rows (the struct invariant).
+        unsafe {
+            self.data = grow_array(self.data, self.item, old_cap, new_cap);
+            self.added = grow_array(self.added.cast(), tick, old_cap, new_cap).cast();
+            self.changed = grow_array(self.changed.cast(), tick, old_cap, new_cap).cast();
+        }
+    }
+
+    /// Frees the buffers without dropping any value.
+    ///
+    /// # Safety
+    /// `cap` is the current capacity; the column is not used afterwards.
+    pub(crate) unsafe fn free(&mut self, cap: usize) {
+        let tick = Layout::new::<Tick>();
+        // SAFETY: the buffers were allocated for `cap` rows (the struct invariant).
+        unsafe {
+            free_array(self.data, self.item, cap);
+            free_array(self.added.cast(), tick, cap);
+            free_array(self.changed.cast(), tick, cap);
+        }
+    }
+
+    /// Pointer to the value slot of `row`.
+    ///
+    /// # Safety
+    /// `row < capacity`.
+    #[inline]
+    pub(crate) unsafe fn ptr(&self, row: usize) -> *mut u8 {
+        // SAFETY: `row < capacity` keeps the offset inside the allocation (or zero for ZSTs).
+        unsafe { self.data.as_ptr().add(row * self.item.size()) }
+    }
+
+
+    /// Moves a typed value into the uninitialised slot `row`, stamping both ticks.
+    ///
+    /// # Safety
+    /// The column stores `T`; `row < capacity` and the slot is uninitialised.
+    #[inline]
+    pub(crate) unsafe fn write_value<T>(&mut self, row: usize, value: T, tick: Tick) {
+        // SAFETY: the caller guarantees the type and that the slot is in bounds and free.
+        unsafe {
+            self.data.as_ptr().cast::<T>().add(row).write(value);
+            self.added.as_ptr().add(row).write(tick);
+            self.changed.as_ptr().add(row).write(tick);
+        }
+    }
+
+    /// Replaces the typed value at `row`, marks it changed, and returns the old value.
+    ///
+    /// # Safety
+    /// The column stores `T` and `row < len`.
+    #[inline]
+    pub(crate) unsafe fn replace_value<T>(&mut self, row: usize, value: T, tick: Tick) -> T {
+        // SAFETY: the caller guarantees the type and that the slot is initialised.
+        unsafe {
+            self.changed.as_ptr().add(row).write(tick);
+            ptr::replace(self.data.as_ptr().cast::<T>().add(row), value)
+        }
+    }
+
+
+    /// Moves the value and ticks of `from` into slot `to`, leaving `from` logically empty.
+    ///
+    /// # Safety
+    /// Both rows `< capacity`, distinct; `from` initialised, `to` uninitialised.
+    #[inline]
+    pub(crate) unsafe fn move_within(&mut self, from: usize, to: usize) {
+        // SAFETY: distinct in-bounds rows of the same buffers.
+        unsafe {
+            ptr::copy_nonoverlapping(self.ptr(from), self.ptr(to), self.item.size());
+            *self.added.as_ptr().add(to) = *self.added.as_ptr().add(from);
+            *self.changed.as_ptr().add(to) = *self.changed.as_ptr().add(from);
+        }
+    }
+
+    /// Swaps two rows, values and ticks.
+    ///
+    /// # Safety
+    /// Both rows `< capacity` and distinct.
+    #[inline]
+    pub(crate) unsafe fn swap(&mut self, a: usize, b: usize) {
+        // SAFETY: distinct in-bounds rows of the same buffers.
+        unsafe {
+            ptr::swap_nonoverlapping(self.ptr(a), self.ptr(b), self.item.size());
+            ptr::swap(self.added.as_ptr().add(a), self.added.as_ptr().add(b));
+            ptr::swap(self.changed.as_ptr().add(a), self.changed.as_ptr().add(b));
+        }
+    }
+
+    /// Moves the value and ticks of `row` into slot `dst_row` of `dst`, leaving `row`
+    /// logically empty.
+    ///
+    /// # Safety
+    /// `dst` stores the same component type; `row` initialised here, `dst_row` uninitialised
+    /// there, both in bounds.
+    #[inline]
+    pub(crate) unsafe fn move_to(&self, row: usize, dst: &mut Column, dst_row: usize) {
+        debug_assert_eq!(self.item, dst.item);
+        // SAFETY: in-bounds slots of two different columns of the same type.
+        unsafe {
+            ptr::copy_nonoverlapping(self.ptr(row), dst.ptr(dst_row), self.item.size());
+            dst.added.as_ptr().add(dst_row).write(*self.added.as_ptr().add(row));
+            dst.changed.as_ptr().add(dst_row).write(*self.changed.as_ptr().add(row));
+        }
+    }
+
+    /// Drops the value at `row` in place.
+    ///
+    /// # Safety
+    /// `row < capacity` holds an initialised value that is not used again.
+    #[inline]
+    pub(crate) unsafe fn drop_in_place(&mut self, row: usize) {
+        if let Some(drop) = self.drop {
+            // SAFETY: the slot holds a valid value of the type `drop` was made for.
+            unsafe { drop(self.ptr(row)) }
+        }
+    }
+
+    /// Drops rows `0..len`.
+    ///
+    /// # Safety
+    /// Rows `0..len` are initialised and not used again.
+    pub(crate) unsafe fn drop_rows(&mut self, len: usize) {
+        if self.drop.is_some() {
+            for row in 0..len {
+                // SAFETY: `row < len`, initialised (the caller's contract).
+                unsafe { self.drop_in_place(row) }
+            }
+        }
+    }
+
+
+
+
+    /// Raw pointer to the `changed` tick of `row`, for marking through shared access paths.
+    ///
+    /// # Safety
+    /// `row < capacity`.
+    #[inline]
+    pub(crate) unsafe fn changed_ptr(&self, row: usize) -> *mut Tick {
+        // SAFETY: in bounds (the caller's contract).
+        unsafe { self.changed.as_ptr().add(row) }
+    }
+
+    /// Raw pointer to the `added` tick of `row`.
+    ///
+    /// # Safety
+    /// `row < capacity`.
+    #[inline]
+    pub(crate) unsafe fn added_ptr(&self, row: usize) -> *mut Tick {
+        // SAFETY: in bounds (the caller's contract).
+        unsafe { self.added.as_ptr().add(row) }
+    }
+}

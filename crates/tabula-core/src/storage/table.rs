@@ -1,0 +1,185 @@
+//! The rows of one archetype: entity ids plus one column per component.
+
+use crate::component::ComponentInfo;
+use crate::entity::Entity;
+
+use super::Column;
+
+/// Marks a column with no counterpart in a move's destination table.
+pub(crate) const NO_COLUMN: u32 = u32::MAX;
+
+/// The rows of one archetype.
+///
+/// Invariants, kept by every method here:
+/// * every column is allocated for `capacity` rows and `entities.len() <= capacity`;
+/// * rows `0..entities.len()` are initialised in every column, and nothing past them is;
+/// * row `r` of every column belongs to `entities[r]`.
+pub struct Table {
+    entities: Vec<Entity>,
+    columns: Box<[Column]>,
+    capacity: usize,
+}
+
+impl Table {
+    /// A table with one column per component, in the order given.
+    pub(crate) fn new<'a>(components: impl IntoIterator<Item = &'a ComponentInfo>) -> Self {
+        Self {
+            entities: Vec::new(),
+            columns: components.into_iter().map(Column::new).collect(),
+            capacity: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    #[inline]
+    pub(crate) fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    #[inline]
+    pub(crate) fn column(&self, index: usize) -> &Column {
+        &self.columns[index]
+    }
+
+    #[inline]
+    pub(crate) fn column_mut(&mut self, index: usize) -> &mut Column {
+        &mut self.columns[index]
+    }
+
+    /// Makes room for `additional` more rows; amortised doubling.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let needed = self.len().checked_add(additional).expect("table capacity overflow");
+        if needed <= self.capacity {
+            return;
+        }
+        let new_cap = needed.max(self.capacity * 2).max(4);
+        for column in self.columns.iter_mut() {
+            // SAFETY: `self.capacity` is each column's current capacity (table invariant) and
+            // `new_cap > self.capacity`.
+            unsafe { column.grow(self.capacity, new_cap) };
+        }
+        self.entities.reserve_exact(new_cap - self.len());
+        self.capacity = new_cap;
+    }
+
+    /// Appends a row for `entity` and returns its index. Every column's slot at that row is
+    /// uninitialised.
+    ///
+    /// # Safety
+    /// Before the table is used again in any other way, and with no chance of a panic in
+    /// between, the caller must initialise every column at the returned row.
+    #[inline]
+    pub(crate) unsafe fn push_uninit(&mut self, entity: Entity) -> usize {
+        self.reserve(1);
+        let row = self.entities.len();
+        self.entities.push(entity);
+        row
+    }
+
+    /// Removes `row` by moving the last row into it, then drops the removed values. The caller
+    /// must already have recorded the moved entity's new location, because the drops run last
+    /// and may panic (the table is consistent by then).
+    ///
+    /// # Safety
+    /// `row < len`.
+    pub(crate) unsafe fn swap_remove_and_drop(&mut self, row: usize) {
+        let last = self.len() - 1;
+        if row != last {
+            for column in self.columns.iter_mut() {
+                // SAFETY: `row < last < capacity`, distinct.
+                unsafe { column.swap(row, last) };
+            }
+        }
+        self.entities.swap_remove(row);
+        // The removed values now sit at `last`, just past the end, owned by nobody else.
+        for column in self.columns.iter_mut() {
+            // SAFETY: slot `last` holds the initialised removed value; it is past `len`, so no
+            // other path reads it again.
+            unsafe { column.drop_in_place(last) };
+        }
+    }
+
+    /// Moves `row` into the freshly pushed `dst_row` of `dst`: column `i` goes to
+    /// `dst` column `map[i]`. Columns mapped to [`NO_COLUMN`] keep their removed value just
+    /// past the new end of this table, where [`removed_value`](Self::removed_value) finds it;
+    /// the caller must read or drop each of those before this table changes again. The last
+    /// row moves into `row`.
+    ///
+    /// # Safety
+    /// `row < len`; `dst_row` was returned by `dst.push_uninit` and its mapped slots are not
+    /// yet initialised; `map` has one entry per column here, distinct targets, each naming a
+    /// `dst` column of the same component type.
+    pub(crate) unsafe fn move_row(&mut self, row: usize, dst: &mut Table, dst_row: usize, map: &[u32]) {
+        debug_assert_eq!(map.len(), self.columns.len());
+        let last = self.len() - 1;
+        for (column, &target) in self.columns.iter_mut().zip(map) {
+            // SAFETY: bounds and types as the caller guarantees; `row != last` where a
+            // distinct-row operation is used.
+            unsafe {
+                if target == NO_COLUMN {
+                    if row != last {
+                        column.swap(row, last);
+                    }
+                } else {
+                    column.move_to(row, &mut dst.columns[target as usize], dst_row);
+                    if row != last {
+                        column.move_within(last, row);
+                    }
+                }
+            }
+        }
+        self.entities.swap_remove(row);
+    }
+
+    /// The value a [`move_row`](Self::move_row) left behind in an unmapped column.
+    ///
+    /// # Safety
+    /// Called right after `move_row`, for a column it mapped to `NO_COLUMN`, at most once.
+    #[inline]
+    pub(crate) unsafe fn removed_value(&mut self, column: usize) -> *mut u8 {
+        // SAFETY: `len < capacity` after a removal; that slot holds the removed value.
+        unsafe { self.columns[column].ptr(self.len()) }
+    }
+
+
+
+    /// Removes every row, dropping all values.
+    pub(crate) fn clear(&mut self) {
+        let len = self.detach_rows();
+        // SAFETY: `detach_rows` just returned the old length.
+        unsafe { self.drop_detached(len) };
+    }
+
+    /// Empties the row list without dropping anything and returns the old length, so that a
+    /// caller clearing many tables can make all of them consistent before any `Drop` runs.
+    pub(crate) fn detach_rows(&mut self) -> usize {
+        let len = self.len();
+        self.entities.clear();
+        len
+    }
+
+    /// Drops the values left behind by [`detach_rows`](Self::detach_rows).
+    ///
+    /// # Safety
+    /// `len` is what `detach_rows` returned, and no row was pushed since.
+    pub(crate) unsafe fn drop_detached(&mut self, len: usize) {
+        for column in self.columns.iter_mut() {
+            // SAFETY: rows `0..len` still hold initialised values no row list refers to.
+            unsafe { column.drop_rows(len) };
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        self.clear();
+        for column in self.columns.iter_mut() {
+            // SAFETY: every column is allocated for `self.capacity` rows; none is used again.
+            unsafe { column.free(self.capacity) };
+        }
+    }
+}

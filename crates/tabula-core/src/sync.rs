@@ -1,0 +1,10 @@
+//! The atomics the concurrent parts of the crate are written against.
+//!
+//! Under `--cfg loom` these are loom's model-checked atomics, so the same code that ships is
+//! the code loom explores; otherwise they are `std`'s. Only protocols that must be checked by
+//! loom import from here.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicI64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicI64, Ordering};

@@ -1,0 +1,365 @@
+//! The [`World`]: every entity, component and archetype of one simulation.
+//!
+//! Life cycle of an entity, as the world sees it:
+//!
+//! 1. `spawn(bundle)` allocates an id, finds the bundle's archetype through the cached edge
+//!    from the empty archetype, and writes each field straight into its column.
+//! 2. `insert` / `remove` move the entity's row along a cached edge to the archetype for its
+//!    new component set (swap-remove at the source, append at the target).
+//! 3. `despawn` frees the id (bumping its generation) and swap-removes the row.
+//!
+//! Every structural change records the new locations *before* any component's `Drop` runs, so
+//! a panicking destructor unwinds through a consistent world.
+
+mod entity_ref;
+mod spawn_batch;
+mod structural;
+
+use std::any::{TypeId, type_name};
+
+use crate::archetype::{Archetype, ArchetypeId, Archetypes};
+use crate::bundle::{Bundle, Bundles};
+use crate::change::{Mut, Tick};
+use crate::component::{Component, Components};
+use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
+use crate::error::EntityError;
+
+pub use entity_ref::{EntityMut, EntityRef};
+pub use spawn_batch::SpawnBatch;
+
+/// Owns all entities and their components, stored by archetype.
+///
+/// ```
+/// use tabula_core::World;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Health(u32);
+///
+/// let mut world = World::new();
+/// let e = world.spawn((Health(10), "player"));
+/// world.get_mut::<Health>(e)?.0 -= 3;
+/// assert_eq!(world.get::<Health>(e)?, &Health(7));
+/// world.despawn(e)?;
+/// assert!(world.get::<Health>(e).is_err());
+/// # Ok::<(), tabula_core::EntityError>(())
+/// ```
+pub struct World {
+    pub(crate) entities: Entities,
+    pub(crate) components: Components,
+    pub(crate) archetypes: Archetypes,
+    pub(crate) bundles: Bundles,
+    change_tick: Tick,
+    last_change_tick: Tick,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("entities", &self.len())
+            .field("archetypes", &self.archetypes.len())
+            .field("components", &self.components.len())
+            .finish()
+    }
+}
+
+#[cold]
+pub(crate) fn missing<T>(entity: Entity) -> EntityError {
+    EntityError::MissingComponent {
+        entity,
+        component: type_name::<T>(),
+    }
+}
+
+impl World {
+    /// An empty world.
+    pub fn new() -> Self {
+        let components = Components::default();
+        Self {
+            entities: Entities::new(),
+            archetypes: Archetypes::new(&components),
+            components,
+            bundles: Bundles::default(),
+            change_tick: Tick::new(1),
+            last_change_tick: Tick::new(0),
+        }
+    }
+
+    /// Creates an entity with the components of `bundle` and returns its id.
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let e = world.spawn((1u8, 2.0f32));
+    /// assert!(world.has::<u8>(e) && world.has::<f32>(e));
+    /// ```
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        self.flush();
+        let edge = self.spawn_edge::<B>();
+        self.spawn_along(edge, bundle)
+    }
+
+    /// Spawns one entity per item; returns the new ids lazily, and spawns whatever is left
+    /// when dropped. Room is reserved once for the iterator's size hint.
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let ids: Vec<_> = world.spawn_batch((0..100u32).map(|i| (i,))).collect();
+    /// assert_eq!(world.len(), 100);
+    /// assert_eq!(world.get::<u32>(ids[42]), Ok(&42));
+    /// ```
+    pub fn spawn_batch<I>(&mut self, iter: I) -> SpawnBatch<'_, I::IntoIter>
+    where
+        I: IntoIterator,
+        I::Item: Bundle,
+    {
+        SpawnBatch::new(self, iter.into_iter())
+    }
+
+    /// The edge from the empty archetype that a spawn of `B` follows.
+    fn spawn_edge<B: Bundle>(&mut self) -> usize {
+        let bundle = self.bundles.id_of::<B>(&mut self.components);
+        self.archetypes
+            .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles.infos[bundle])
+    }
+
+    /// Spawns `bundle` along a spawn edge of its own bundle type. Reservations are flushed.
+    #[inline]
+    fn spawn_along<B: Bundle>(&mut self, edge: usize, bundle: B) -> Entity {
+        let edge = &self.archetypes.insert_edges[edge];
+        let archetype = &mut self.archetypes.archetypes[edge.target.index()];
+        // Reserve first: the only step that can fail happens before anything is recorded.
+        archetype.table.reserve(1);
+        let row = archetype.table.len();
+        let entity = self.entities.alloc(EntityLocation {
+            archetype: edge.target,
+            row: row as u32,
+        });
+        // SAFETY: `push_uninit` returns `row` (room was reserved); `edge.bundle_columns` are
+        // the target's columns for `B`'s fields, distinct, and the row is filled right away
+        // by `write_new`, which only moves values and cannot panic.
+        unsafe {
+            archetype.table.push_uninit(entity);
+            bundle.write_new(&mut archetype.table, &edge.bundle_columns, row, self.change_tick);
+        }
+        entity
+    }
+
+    /// Despawns an entity, dropping its components.
+    ///
+    /// Returns [`EntityError::NoSuchEntity`] for a dead or unknown id, so a double despawn is
+    /// an error rather than a double free.
+    pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.flush();
+        let location = self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let table = &mut self.archetypes.archetypes[location.archetype.index()].table;
+        let row = location.row as usize;
+        if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
+            self.entities.set_location(moved, location);
+        }
+        // SAFETY: `row < len` because `location` was the entity's live location. The moved
+        // entity's location was recorded above, before any `Drop` can run.
+        unsafe { table.swap_remove_and_drop(row) };
+        Ok(())
+    }
+
+    /// Makes every reservation (see [`reserve_entity`](Self::reserve_entity)) a live, empty
+    /// entity. Every structural method calls this first; call it yourself to make
+    /// reservations visible to `&self` methods such as [`contains`](Self::contains).
+    pub fn flush(&mut self) {
+        if !self.entities.needs_flush() {
+            return;
+        }
+        let empty = &mut self.archetypes.archetypes[ArchetypeId::EMPTY.index()].table;
+        self.entities.flush(|entity| {
+            // SAFETY: the empty archetype's table has no columns, so a pushed row is
+            // completely initialised by its entity id alone.
+            let row = unsafe { empty.push_uninit(entity) };
+            EntityLocation {
+                archetype: ArchetypeId::EMPTY,
+                row: row as u32,
+            }
+        });
+    }
+
+    /// Reserves an entity id through `&self`; safe from many threads at once. The entity
+    /// becomes live (with no components) at the next structural operation or [`flush`]
+    /// (Self::flush); use [`spawn_at`](Self::spawn_at) to give it components.
+    pub fn reserve_entity(&self) -> Entity {
+        self.entities.reserve_entity()
+    }
+
+    /// Reserves `count` entity ids at once; see [`reserve_entity`](Self::reserve_entity).
+    pub fn reserve_entities(&self, count: u32) -> ReserveEntities<'_> {
+        self.entities.reserve_entities(count)
+    }
+
+    /// Gives a reserved entity its components: the deferred half of a spawn.
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let e = world.reserve_entity();
+    /// assert!(!world.contains(e));
+    /// world.spawn_at(e, ("ready",))?;
+    /// assert_eq!(world.get::<&str>(e), Ok(&"ready"));
+    /// # Ok::<(), tabula_core::EntityError>(())
+    /// ```
+    pub fn spawn_at<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+        self.flush();
+        let location = self.location(entity)?;
+        if location.archetype != ArchetypeId::EMPTY {
+            return Err(EntityError::AlreadySpawned(entity));
+        }
+        self.insert(entity, bundle)
+    }
+
+    /// Where a live entity's row is.
+    #[inline]
+    pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, EntityError> {
+        self.entities.get(entity).ok_or(EntityError::NoSuchEntity(entity))
+    }
+
+    /// True when `entity` is alive (reservations count after a flush).
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.entities.get(entity).is_some()
+    }
+
+    /// True when `entity` is alive and has component `T`.
+    pub fn has<T: Component>(&self, entity: Entity) -> bool {
+        self.entities
+            .get(entity)
+            .is_some_and(|l| self.archetypes.archetypes[l.archetype.index()].has::<T>())
+    }
+
+    /// A shared reference to `entity`'s `T`.
+    #[inline]
+    pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, EntityError> {
+        let location = self.location(entity)?;
+        self.get_at(entity, location)
+    }
+
+    #[inline]
+    pub(crate) fn get_at<T: Component>(&self, entity: Entity, location: EntityLocation) -> Result<&T, EntityError> {
+        let archetype = &self.archetypes.archetypes[location.archetype.index()];
+        let column = archetype
+            .column_of_type(TypeId::of::<T>())
+            .ok_or_else(|| missing::<T>(entity))?;
+        // SAFETY: the column was found by `T`'s `TypeId`, so it stores `T`; `location.row` is
+        // a live row (locations are kept exact); `&self` rules out any `&mut` to it.
+        Ok(unsafe { &*archetype.table.column(column).ptr(location.row as usize).cast::<T>() })
+    }
+
+    /// Mutable access to `entity`'s `T`; writing through it marks the component changed.
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        let location = self.location(entity)?;
+        let (last_run, this_run) = (self.last_change_tick, self.change_tick);
+        let archetype = &mut self.archetypes.archetypes[location.archetype.index()];
+        let column = archetype
+            .column_of_type(TypeId::of::<T>())
+            .ok_or_else(|| missing::<T>(entity))?;
+        let column = archetype.table.column_mut(column);
+        let row = location.row as usize;
+        // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
+        // makes these the only references into the column, and the three pointers are
+        // disjoint (value buffer, `added` and `changed` arrays).
+        unsafe {
+            let value = &mut *column.ptr(row).cast::<T>();
+            let added = *column.added_ptr(row);
+            let changed = &mut *column.changed_ptr(row);
+            Ok(Mut::new(value, added, changed, last_run, this_run))
+        }
+    }
+
+    /// A read-only view of one entity.
+    pub fn entity(&self, entity: Entity) -> Result<EntityRef<'_>, EntityError> {
+        let location = self.location(entity)?;
+        Ok(EntityRef::new(self, entity, location))
+    }
+
+    /// A mutable view of one entity.
+    pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityMut<'_>, EntityError> {
+        self.flush();
+        self.location(entity)?;
+        Ok(EntityMut::new(self, entity))
+    }
+
+    /// How many entities are alive.
+    pub fn len(&self) -> u32 {
+        self.entities.len()
+    }
+
+    /// True when no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// Despawns every entity. Archetypes and their edges are kept; old ids stay dead.
+    pub fn clear(&mut self) {
+        self.flush();
+        self.entities.clear();
+        // Detach every table's rows first so the world is empty and consistent before any
+        // component's `Drop` runs; a panicking drop then leaks the rest instead of leaving
+        // rows that belong to freed ids.
+        let detached: Vec<usize> = self
+            .archetypes
+            .archetypes
+            .iter_mut()
+            .map(|a| a.table.detach_rows())
+            .collect();
+        for (archetype, len) in self.archetypes.archetypes.iter_mut().zip(detached) {
+            // SAFETY: `len` came from `detach_rows` on this table just above.
+            unsafe { archetype.table.drop_detached(len) };
+        }
+    }
+
+    /// Every archetype, including empty ones, for introspection.
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// world.spawn((1u8,));
+    /// let shapes: Vec<(Vec<&str>, usize)> = world
+    ///     .archetypes()
+    ///     .filter(|a| !a.is_empty())
+    ///     .map(|a| (a.component_names().collect(), a.len()))
+    ///     .collect();
+    /// assert_eq!(shapes, vec![(vec!["u8"], 1)]);
+    /// ```
+    pub fn archetypes(&self) -> impl ExactSizeIterator<Item = &Archetype> + '_ {
+        self.archetypes.archetypes.iter()
+    }
+
+    /// One archetype by id.
+    pub fn archetype(&self, id: ArchetypeId) -> Option<&Archetype> {
+        self.archetypes.archetypes.get(id.index())
+    }
+
+    /// The component registry.
+    pub fn components(&self) -> &Components {
+        &self.components
+    }
+
+    /// The current change tick: what writes are stamped with now.
+    pub fn change_tick(&self) -> Tick {
+        self.change_tick
+    }
+
+    /// The tick that [`Mut::is_changed`] from [`get_mut`](Self::get_mut) compares against.
+    pub fn last_change_tick(&self) -> Tick {
+        self.last_change_tick
+    }
+
+    /// Starts a new change-detection period: changes made so far stop reading as new to
+    /// world-level accessors.
+    pub fn clear_trackers(&mut self) {
+        self.last_change_tick = self.change_tick;
+        self.change_tick = Tick::new(self.change_tick.get().wrapping_add(1));
+    }
+}
+
+#[cfg(test)]
+mod tests;

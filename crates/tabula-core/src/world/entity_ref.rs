@@ -1,0 +1,148 @@
+//! Views of one entity: `EntityRef` to read, `EntityMut` to read, write and reshape.
+
+use crate::archetype::Archetype;
+use crate::bundle::Bundle;
+use crate::change::Mut;
+use crate::component::Component;
+use crate::entity::{Entity, EntityLocation};
+use crate::error::EntityError;
+
+use super::World;
+
+/// A read-only view of one live entity, from [`World::entity`].
+///
+/// ```
+/// let mut world = tabula_core::World::new();
+/// let e = world.spawn((3u8, "name"));
+/// let view = world.entity(e)?;
+/// assert_eq!(view.get::<u8>(), Some(&3));
+/// assert!(!view.has::<f32>());
+/// assert_eq!(view.component_names().count(), 2);
+/// # Ok::<(), tabula_core::EntityError>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct EntityRef<'w> {
+    world: &'w World,
+    entity: Entity,
+    location: EntityLocation,
+}
+
+impl<'w> EntityRef<'w> {
+    pub(super) fn new(world: &'w World, entity: Entity, location: EntityLocation) -> Self {
+        Self {
+            world,
+            entity,
+            location,
+        }
+    }
+
+    /// The entity's id.
+    pub fn id(&self) -> Entity {
+        self.entity
+    }
+
+    /// The entity's `T`, if it has one.
+    pub fn get<T: Component>(&self) -> Option<&'w T> {
+        self.world.get_at(self.entity, self.location).ok()
+    }
+
+    /// True when the entity has a `T`.
+    pub fn has<T: Component>(&self) -> bool {
+        self.archetype().has::<T>()
+    }
+
+    /// The archetype the entity lives in.
+    pub fn archetype(&self) -> &'w Archetype {
+        &self.world.archetypes.archetypes[self.location.archetype.index()]
+    }
+
+    /// The type names of the entity's components.
+    pub fn component_names(&self) -> impl ExactSizeIterator<Item = &'static str> + 'w {
+        self.archetype().component_names()
+    }
+}
+
+impl std::fmt::Debug for EntityRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntityRef")
+            .field("id", &self.entity)
+            .field("components", &self.component_names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A mutable view of one live entity, from [`World::entity_mut`].
+///
+/// ```
+/// let mut world = tabula_core::World::new();
+/// let e = world.spawn((1u32,));
+/// let mut view = world.entity_mut(e)?;
+/// *view.get_mut::<u32>().unwrap() += 1;
+/// view.insert((0.5f32,));
+/// assert_eq!(view.remove::<(u32,)>()?, (2,));
+/// view.despawn();
+/// assert!(!world.contains(e));
+/// # Ok::<(), tabula_core::EntityError>(())
+/// ```
+pub struct EntityMut<'w> {
+    world: &'w mut World,
+    entity: Entity,
+}
+
+impl<'w> EntityMut<'w> {
+    pub(super) fn new(world: &'w mut World, entity: Entity) -> Self {
+        Self { world, entity }
+    }
+
+    fn location(&self) -> EntityLocation {
+        self.world
+            .location(self.entity)
+            .expect("an EntityMut's entity stays alive until `despawn` consumes the view")
+    }
+
+    /// The entity's id.
+    pub fn id(&self) -> Entity {
+        self.entity
+    }
+
+    /// The entity's `T`, if it has one.
+    pub fn get<T: Component>(&self) -> Option<&T> {
+        self.world.get_at(self.entity, self.location()).ok()
+    }
+
+    /// Mutable access to the entity's `T`, if it has one.
+    pub fn get_mut<T: Component>(&mut self) -> Option<Mut<'_, T>> {
+        self.world.get_mut(self.entity).ok()
+    }
+
+    /// True when the entity has a `T`.
+    pub fn has<T: Component>(&self) -> bool {
+        self.world.has::<T>(self.entity)
+    }
+
+    /// Adds (or replaces) the components of `bundle`.
+    pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
+        self.world
+            .insert(self.entity, bundle)
+            .expect("an EntityMut's entity stays alive until `despawn` consumes the view");
+        self
+    }
+
+    /// Removes the components of `B` and returns them; an error names the first one missing.
+    pub fn remove<B: Bundle>(&mut self) -> Result<B, EntityError> {
+        self.world.remove(self.entity)
+    }
+
+    /// Despawns the entity.
+    pub fn despawn(self) {
+        self.world
+            .despawn(self.entity)
+            .expect("an EntityMut's entity stays alive until `despawn` consumes the view");
+    }
+
+    /// The world, for operations the view does not offer; the entity may be despawned
+    /// through it, after which the view must not be used.
+    pub fn world(&self) -> &World {
+        self.world
+    }
+}

@@ -1,0 +1,262 @@
+//! Invariants of the world's storage, checked from inside the crate (Miri runs all of these).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+
+/// A component that counts its drops, to prove each value is dropped exactly once.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>, u32);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32, f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(f32, f32);
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Marker;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(align(64))]
+struct Aligned(u8);
+
+fn assert_locations_exact(world: &World) {
+    for archetype in world.archetypes() {
+        for (row, &entity) in archetype.entities().iter().enumerate() {
+            let location = world.entities.get(entity).expect("stored entity is alive");
+            assert_eq!(location.archetype, archetype.id());
+            assert_eq!(location.row as usize, row, "{entity:?} row");
+        }
+    }
+    let stored: usize = world.archetypes().map(Archetype::len).sum();
+    assert_eq!(stored, world.len() as usize);
+}
+
+#[test]
+fn swap_remove_fixes_the_moved_entity() {
+    let mut world = World::new();
+    let ids: Vec<_> = (0..5).map(|i| world.spawn((Pos(i as f32, 0.0), i as u32))).collect();
+    world.despawn(ids[1]).unwrap();
+    assert_locations_exact(&world);
+    // The last entity moved into row 1 and still reads its own values.
+    assert_eq!(world.get::<u32>(ids[4]), Ok(&4));
+    assert_eq!(world.entities.get(ids[4]).unwrap().row, 1);
+    // Moving out of the middle via insert/remove fixes locations the same way.
+    world.insert(ids[0], (Vel(1.0, 1.0),)).unwrap();
+    world.remove::<(u32,)>(ids[2]).unwrap();
+    assert_locations_exact(&world);
+    for (i, &e) in ids.iter().enumerate().filter(|&(i, _)| i != 1) {
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+    }
+}
+
+#[test]
+fn edges_are_cached_after_the_first_move() {
+    let mut world = World::new();
+    let a = world.spawn((Pos(0.0, 0.0),));
+    let b = world.spawn((Pos(1.0, 0.0),));
+    world.insert(a, (Vel(0.0, 0.0),)).unwrap();
+    world.remove::<(Vel,)>(a).unwrap();
+    let (archetypes, inserts, removes) = (
+        world.archetypes.len(),
+        world.archetypes.insert_edges.len(),
+        world.archetypes.remove_edges.len(),
+    );
+    for _ in 0..3 {
+        world.insert(b, (Vel(0.0, 0.0),)).unwrap();
+        world.remove::<(Vel,)>(b).unwrap();
+    }
+    assert_eq!(world.archetypes.len(), archetypes, "no new archetype");
+    assert_eq!(world.archetypes.insert_edges.len(), inserts, "insert edge reused");
+    assert_eq!(world.archetypes.remove_edges.len(), removes, "remove edge reused");
+}
+
+#[test]
+fn every_value_is_dropped_exactly_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = |n| Counted(drops.clone(), n);
+    let mut world = World::new();
+    let a = world.spawn((counted(1), Pos(0.0, 0.0)));
+    let b = world.spawn((counted(2),));
+    let c = world.spawn((counted(3), Marker));
+    world.despawn(a).unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(world.despawn(a).is_err(), "double despawn is an error");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "and drops nothing");
+    // Replacing drops the old value, once.
+    world.insert(b, (counted(20), Vel(0.0, 0.0))).unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    // Removing hands the value back instead of dropping it.
+    let removed = world.remove_one::<Counted>(b).unwrap();
+    assert_eq!((removed.1, drops.load(Ordering::SeqCst)), (20, 2));
+    drop(removed);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    world.clear();
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "clear drops the rest");
+    assert!(!world.contains(c));
+    let d = world.spawn((counted(4),));
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 5, "dropping the world drops {d:?}");
+}
+
+#[test]
+fn over_aligned_components_are_aligned() {
+    let mut world = World::new();
+    let ids: Vec<_> = (0..40u8).map(|i| world.spawn((i, Aligned(i)))).collect();
+    for (i, &e) in ids.iter().enumerate() {
+        let value = world.get::<Aligned>(e).unwrap();
+        assert_eq!(value.0 as usize, i);
+        assert_eq!(std::ptr::from_ref(value).addr() % 64, 0);
+    }
+    // Moving between tables keeps the alignment.
+    world.insert(ids[3], (Pos(0.0, 0.0),)).unwrap();
+    assert_eq!(std::ptr::from_ref(world.get::<Aligned>(ids[3]).unwrap()).addr() % 64, 0);
+}
+
+#[test]
+fn zero_sized_components_store_nothing_but_exist() {
+    let mut world = World::new();
+    let ids: Vec<_> = (0..100).map(|_| world.spawn((Marker, ()))).collect();
+    assert!(ids.iter().all(|&e| world.has::<Marker>(e)));
+    assert!(world.has::<()>(ids[0]));
+    assert_eq!(world.remove_one::<Marker>(ids[7]), Ok(Marker));
+    assert!(!world.has::<Marker>(ids[7]));
+    world.insert_one(ids[7], Marker).unwrap();
+    assert_eq!(world.get::<Marker>(ids[7]), Ok(&Marker));
+    assert_locations_exact(&world);
+}
+
+#[test]
+fn errors_name_entity_and_component() {
+    let mut world = World::new();
+    let e = world.spawn((Pos(0.0, 0.0),));
+    let err = world.get::<Vel>(e).unwrap_err();
+    assert_eq!(
+        err,
+        EntityError::MissingComponent {
+            entity: e,
+            component: std::any::type_name::<Vel>()
+        }
+    );
+    assert!(err.to_string().contains("Vel") && err.to_string().contains(&format!("{e:?}")));
+    world.despawn(e).unwrap();
+    assert_eq!(world.get::<Pos>(e), Err(EntityError::NoSuchEntity(e)));
+    assert_eq!(world.insert_one(e, Vel(0.0, 0.0)), Err(EntityError::NoSuchEntity(e)));
+    assert_eq!(world.remove_one::<Pos>(e), Err(EntityError::NoSuchEntity(e)));
+    // Removing a bundle the entity only half has changes nothing.
+    let f = world.spawn((Pos(1.0, 1.0),));
+    assert!(matches!(
+        world.remove::<(Pos, Vel)>(f),
+        Err(EntityError::MissingComponent { component, .. }) if component.ends_with("Vel")
+    ));
+    assert_eq!(world.get::<Pos>(f), Ok(&Pos(1.0, 1.0)));
+}
+
+#[test]
+fn reserve_then_flush_then_spawn_at() {
+    let mut world = World::new();
+    let kept = world.spawn((1u32,));
+    let reserved: Vec<_> = world.reserve_entities(3).collect();
+    let one = world.reserve_entity();
+    assert!(!world.contains(one));
+    world.spawn_at(one, (Pos(2.0, 2.0),)).unwrap();
+    assert!(reserved.iter().all(|&e| world.contains(e) && world.entity(e).unwrap().component_names().len() == 0));
+    assert_eq!(world.get::<Pos>(one), Ok(&Pos(2.0, 2.0)));
+    assert_eq!(world.spawn_at(kept, (3u8,)), Err(EntityError::AlreadySpawned(kept)));
+    assert_eq!(world.len(), 5);
+    assert_locations_exact(&world);
+}
+
+#[test]
+fn panicking_drop_leaves_the_world_consistent() {
+    struct Bomb(bool);
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            if self.0 {
+                panic!("bomb");
+            }
+        }
+    }
+    let mut world = World::new();
+    let a = world.spawn((Bomb(false), 1u32));
+    let b = world.spawn((Bomb(true), 2u32));
+    let c = world.spawn((Bomb(false), 3u32));
+    let result = catch_unwind(AssertUnwindSafe(|| world.despawn(b)));
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert!(!world.contains(b));
+    assert_eq!((world.get::<u32>(a), world.get::<u32>(c)), (Ok(&1), Ok(&3)));
+    assert_locations_exact(&world);
+    // A panic while replacing a value: the new value is in place, the world consistent.
+    world.insert_one(a, Bomb(true)).unwrap();
+    let result = catch_unwind(AssertUnwindSafe(|| world.insert(a, (Bomb(false), 10u32))));
+    assert!(result.is_err());
+    assert_eq!(world.get::<u32>(a), Ok(&10));
+    assert!(!world.get::<Bomb>(a).unwrap().0);
+    assert_locations_exact(&world);
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        world.insert_one(c, Bomb(true)).unwrap();
+        world.clear();
+    }));
+    assert_eq!(world.len(), 0);
+    assert!(world.archetypes().all(Archetype::is_empty));
+}
+
+#[test]
+fn panicking_spawn_batch_iterator_keeps_what_was_spawned() {
+    let mut world = World::new();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let source = (0..10u32).map(|i| {
+            assert!(i != 6, "source iterator fails at 6");
+            (i, Pos(i as f32, 0.0))
+        });
+        world.spawn_batch(source).count()
+    }));
+    assert!(result.is_err());
+    assert_eq!(world.len(), 6);
+    assert_locations_exact(&world);
+    let values: Vec<u32> = world
+        .archetypes()
+        .flat_map(|a| a.entities().iter().map(|&e| *world.get::<u32>(e).unwrap()))
+        .collect();
+    assert_eq!(values, (0..6).collect::<Vec<_>>());
+}
+
+#[test]
+fn spawn_batch_dropped_early_spawns_the_rest() {
+    let mut world = World::new();
+    let mut batch = world.spawn_batch((0..5u32).map(|i| (i,)));
+    let first = batch.next().unwrap();
+    drop(batch);
+    assert_eq!(world.len(), 5);
+    assert_eq!(world.get::<u32>(first), Ok(&0));
+}
+
+#[test]
+fn get_mut_marks_changed_only_on_write() {
+    let mut world = World::new();
+    let e = world.spawn((Pos(0.0, 0.0),));
+    world.clear_trackers();
+    {
+        let pos = world.get_mut::<Pos>(e).unwrap();
+        assert!(!pos.is_changed() && !pos.is_added());
+    }
+    world.get_mut::<Pos>(e).unwrap().0 = 5.0;
+    assert!(world.get_mut::<Pos>(e).unwrap().is_changed());
+}
+
+#[test]
+fn wide_bundles_round_trip() {
+    let mut world = World::new();
+    let e = world.spawn((1u8, 2u16, 3u32, 4u64, 5i8, 6i16, 7i32, 8i64, 9f32, 10f64, 'k', true));
+    assert_eq!(world.get::<char>(e), Ok(&'k'));
+    let removed = world.remove::<(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, char, bool)>(e);
+    assert_eq!(removed, Ok((1, 2, 3, 4, 5, 6, 7, 8, 9.0, 10.0, 'k', true)));
+    assert!(world.contains(e));
+}

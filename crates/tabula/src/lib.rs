@@ -1,0 +1,27 @@
+//! # tabula: an archetype-based Entity Component System
+//!
+//! Entities are ids, components are plain Rust values (any `Send + Sync + 'static` type),
+//! and entities with the same component types share one column-major table.
+//!
+//! ```
+//! use tabula::prelude::*;
+//!
+//! struct Position(f32);
+//! struct Velocity(f32);
+//!
+//! let mut world = World::new();
+//! let e = world.spawn((Position(0.0), Velocity(2.0)));
+//! let v = world.get::<Velocity>(e)?.0;
+//! world.get_mut::<Position>(e)?.0 += v;
+//! assert_eq!(world.get::<Position>(e)?.0, 2.0);
+//! # Ok::<(), EntityError>(())
+//! ```
+
+pub use tabula_core as core;
+pub use tabula_core::*;
+pub use tabula_schedule as schedule;
+
+/// The names game code uses every day: `use tabula::prelude::*;`.
+pub mod prelude {
+    pub use tabula_core::{Bundle, Component, Entity, EntityError, Mut, World};
+}

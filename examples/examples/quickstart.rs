@@ -1,0 +1,2 @@
+//! The README example: spawn, insert, remove, get.
+fn main() {}
