@@ -159,12 +159,16 @@ impl Archetypes {
 
     /// The archetype for a sorted, duplicate-free component set, created on first use.
     pub(crate) fn get_or_create(&mut self, registry: &Components, components: &[ComponentId]) -> ArchetypeId {
-        debug_assert!(components.windows(2).all(|w| w[0] < w[1]), "component set must be sorted");
+        debug_assert!(
+            components.windows(2).all(|w| w[0] < w[1]),
+            "component set must be sorted"
+        );
         if let Some(&id) = self.by_components.get(components) {
             return id;
         }
         let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
-        self.archetypes.push(Archetype::new(id, components.into(), registry));
+        self.archetypes
+            .push(Archetype::new(id, components.into(), registry));
         self.by_components.insert(components.into(), id);
         id
     }
@@ -175,7 +179,11 @@ impl Archetypes {
 }
 
 /// Two distinct archetypes, both mutably (a move reads one table and writes the other).
-pub(crate) fn pair_mut(archetypes: &mut [Archetype], a: ArchetypeId, b: ArchetypeId) -> (&mut Archetype, &mut Archetype) {
+pub(crate) fn pair_mut(
+    archetypes: &mut [Archetype],
+    a: ArchetypeId,
+    b: ArchetypeId,
+) -> (&mut Archetype, &mut Archetype) {
     assert_ne!(a, b, "pair_mut needs two distinct archetypes");
     let (a, b) = (a.index(), b.index());
     if a < b {

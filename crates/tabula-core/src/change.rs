@@ -1,7 +1,22 @@
 //! Change ticks: the clock that change detection reads.
 //!
-//! The world keeps a `u32` change tick that advances as systems run. Every column stores, per
-//! row, the tick at which the value was added and the tick at which it was last changed.
+//! The world keeps a `u32` change tick that advances every time a query runs (and, later, every
+//! time a system runs). Every column stores, per row, the tick at which the value was added and
+//! the tick at which it was last changed. A query remembers the tick of its own last run;
+//! `Added<T>` / `Changed<T>` pass the rows whose tick is newer than that.
+//!
+//! ## Wrap-around
+//!
+//! Ticks are `u32` and wrap. Ages are measured backwards from "now" with wrapping
+//! subtraction, and capped at [`MAX_CHANGE_AGE`]. The world clamps every stored tick that is
+//! older than that age (each time the clock has advanced by [`CHECK_TICK_THRESHOLD`]), so an
+//! ancient tick never wraps around into looking new.
+
+/// How far the clock may advance between two clamps of old ticks.
+pub const CHECK_TICK_THRESHOLD: u32 = 518_400_000;
+
+/// The greatest age a tick is reported to have; older ticks are clamped to it.
+pub const MAX_CHANGE_AGE: u32 = u32::MAX - (2 * CHECK_TICK_THRESHOLD - 1);
 
 /// A point on the world's change clock. Compared with wrapping arithmetic, so it never
 /// overflows; see [`Tick::is_newer_than`].
@@ -21,13 +36,25 @@ impl Tick {
 
     /// True when `self` happened after `last_run`, seen from `this_run`.
     ///
-    /// Both ticks are measured as distances back from `this_run`, so the answer stays right
-    /// across `u32` wrap-around as long as neither is more than `u32::MAX / 2` ticks old.
+    /// Both ticks are measured as distances back from `this_run` (wrapping), capped at
+    /// [`MAX_CHANGE_AGE`], so the answer stays right across `u32` wrap-around.
     #[inline]
     pub fn is_newer_than(self, last_run: Tick, this_run: Tick) -> bool {
-        let age = this_run.0.wrapping_sub(self.0);
-        let since_last = this_run.0.wrapping_sub(last_run.0);
+        let age = this_run.0.wrapping_sub(self.0).min(MAX_CHANGE_AGE);
+        let since_last = this_run.0.wrapping_sub(last_run.0).min(MAX_CHANGE_AGE);
         age < since_last
+    }
+
+    /// Clamps a tick older than [`MAX_CHANGE_AGE`] (seen from `now`) to exactly that age, so
+    /// that it can never wrap around into the future. Returns true when it was clamped.
+    #[inline]
+    pub(crate) fn clamp_age(&mut self, now: Tick) -> bool {
+        if now.0.wrapping_sub(self.0) > MAX_CHANGE_AGE {
+            self.0 = now.0.wrapping_sub(MAX_CHANGE_AGE);
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -44,7 +71,13 @@ pub struct Mut<'a, T> {
 }
 
 impl<'a, T> Mut<'a, T> {
-    pub(crate) fn new(value: &'a mut T, added: Tick, changed: &'a mut Tick, last_run: Tick, this_run: Tick) -> Self {
+    pub(crate) fn new(
+        value: &'a mut T,
+        added: Tick,
+        changed: &'a mut Tick,
+        last_run: Tick,
+        this_run: Tick,
+    ) -> Self {
         Self {
             value,
             added,
@@ -99,9 +132,73 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
     }
 }
 
+/// Shared access to a component together with its change information.
+///
+/// The item of a `Ref<T>` query; it reads like `&T`.
+pub struct Ref<'a, T> {
+    value: &'a T,
+    added: Tick,
+    changed: Tick,
+    last_run: Tick,
+    this_run: Tick,
+}
+
+impl<'a, T> Ref<'a, T> {
+    pub(crate) fn new(value: &'a T, added: Tick, changed: Tick, last_run: Tick, this_run: Tick) -> Self {
+        Self {
+            value,
+            added,
+            changed,
+            last_run,
+            this_run,
+        }
+    }
+
+    /// True when the component was added since the observer's last run.
+    pub fn is_added(&self) -> bool {
+        self.added.is_newer_than(self.last_run, self.this_run)
+    }
+
+    /// True when the component was added or changed since the observer's last run.
+    pub fn is_changed(&self) -> bool {
+        self.changed.is_newer_than(self.last_run, self.this_run)
+    }
+
+    /// The plain reference.
+    pub fn into_inner(self) -> &'a T {
+        self.value
+    }
+}
+
+impl<T> std::ops::Deref for Ref<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Ref<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ancient_ticks_are_clamped_and_never_look_new() {
+        let now = Tick::new(5);
+        let mut ancient = Tick::new(now.get().wrapping_sub(MAX_CHANGE_AGE + 100));
+        assert!(ancient.clamp_age(now));
+        assert_eq!(now.get().wrapping_sub(ancient.get()), MAX_CHANGE_AGE);
+        assert!(!ancient.is_newer_than(Tick::new(0), now));
+        let mut fresh = Tick::new(4);
+        assert!(!fresh.clamp_age(now));
+    }
 
     #[test]
     fn newer_than_survives_wraparound() {

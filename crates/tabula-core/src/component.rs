@@ -22,6 +22,11 @@ impl ComponentId {
     pub const fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The id with this dense index (ids are only meaningful within one world).
+    pub const fn from_index(index: usize) -> Self {
+        Self(index as u32)
+    }
 }
 
 /// What the storage needs to know about a component type it cannot name.

@@ -30,7 +30,10 @@ impl fmt::Display for EntityError {
                 write!(f, "entity {entity:?} has no component `{component}`")
             }
             Self::AlreadySpawned(entity) => {
-                write!(f, "entity {entity:?} already has components; spawn_at needs a reserved, empty entity")
+                write!(
+                    f,
+                    "entity {entity:?} already has components; spawn_at needs a reserved, empty entity"
+                )
             }
         }
     }

@@ -50,14 +50,19 @@ mod change;
 mod component;
 mod entity;
 mod error;
+pub mod query;
 mod storage;
 mod sync;
 mod world;
 
 pub use archetype::{Archetype, ArchetypeId};
 pub use bundle::Bundle;
-pub use change::{Mut, Tick};
+pub use change::{CHECK_TICK_THRESHOLD, MAX_CHANGE_AGE, Mut, Ref, Tick};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;
-pub use world::{EntityMut, EntityRef, SpawnBatch, World};
+pub use query::{
+    Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
+    QueryIter, QueryState, ReadOnlyQueryData, With, Without,
+};
+pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, World, WorldId};

@@ -14,18 +14,27 @@
 mod entity_ref;
 mod spawn_batch;
 mod structural;
+mod unsafe_cell;
 
 use std::any::{TypeId, type_name};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::archetype::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, Bundles};
-use crate::change::{Mut, Tick};
+use crate::change::{CHECK_TICK_THRESHOLD, Mut, Tick};
 use crate::component::{Component, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
 
 pub use entity_ref::{EntityMut, EntityRef};
 pub use spawn_batch::SpawnBatch;
+pub use unsafe_cell::UnsafeWorldCell;
+
+/// The change tick through exclusive access: no atomic operation needed.
+#[inline]
+fn tick_now(change_tick: &mut AtomicU32) -> Tick {
+    Tick::new(*change_tick.get_mut())
+}
 
 /// Owns all entities and their components, stored by archetype.
 ///
@@ -48,8 +57,24 @@ pub struct World {
     pub(crate) components: Components,
     pub(crate) archetypes: Archetypes,
     pub(crate) bundles: Bundles,
-    change_tick: Tick,
+    id: WorldId,
+    /// The tick writes are stamped with now; atomic so that a read-only query can start a
+    /// run (advance the clock) through `&World`.
+    change_tick: AtomicU32,
     last_change_tick: Tick,
+    /// The change tick at the last clamp of old ticks (see [`crate::change`]).
+    last_check_tick: Tick,
+}
+
+/// Identifies one [`World`], so state built for one world is never used with another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorldId(u64);
+
+impl WorldId {
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 impl Default for World {
@@ -85,8 +110,10 @@ impl World {
             archetypes: Archetypes::new(&components),
             components,
             bundles: Bundles::default(),
-            change_tick: Tick::new(1),
+            id: WorldId::next(),
+            change_tick: AtomicU32::new(1),
             last_change_tick: Tick::new(0),
+            last_check_tick: Tick::new(1),
         }
     }
 
@@ -144,7 +171,12 @@ impl World {
         // by `write_new`, which only moves values and cannot panic.
         unsafe {
             archetype.table.push_uninit(entity);
-            bundle.write_new(&mut archetype.table, &edge.bundle_columns, row, self.change_tick);
+            bundle.write_new(
+                &mut archetype.table,
+                &edge.bundle_columns,
+                row,
+                tick_now(&mut self.change_tick),
+            );
         }
         entity
     }
@@ -155,7 +187,10 @@ impl World {
     /// an error rather than a double free.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
-        let location = self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let location = self
+            .entities
+            .free(entity)
+            .ok_or(EntityError::NoSuchEntity(entity))?;
         let table = &mut self.archetypes.archetypes[location.archetype.index()].table;
         let row = location.row as usize;
         if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
@@ -171,6 +206,7 @@ impl World {
     /// entity. Every structural method calls this first; call it yourself to make
     /// reservations visible to `&self` methods such as [`contains`](Self::contains).
     pub fn flush(&mut self) {
+        self.check_change_ticks();
         if !self.entities.needs_flush() {
             return;
         }
@@ -244,20 +280,30 @@ impl World {
     }
 
     #[inline]
-    pub(crate) fn get_at<T: Component>(&self, entity: Entity, location: EntityLocation) -> Result<&T, EntityError> {
+    pub(crate) fn get_at<T: Component>(
+        &self,
+        entity: Entity,
+        location: EntityLocation,
+    ) -> Result<&T, EntityError> {
         let archetype = &self.archetypes.archetypes[location.archetype.index()];
         let column = archetype
             .column_of_type(TypeId::of::<T>())
             .ok_or_else(|| missing::<T>(entity))?;
         // SAFETY: the column was found by `T`'s `TypeId`, so it stores `T`; `location.row` is
         // a live row (locations are kept exact); `&self` rules out any `&mut` to it.
-        Ok(unsafe { &*archetype.table.column(column).ptr(location.row as usize).cast::<T>() })
+        Ok(unsafe {
+            &*archetype
+                .table
+                .column(column)
+                .ptr(location.row as usize)
+                .cast::<T>()
+        })
     }
 
     /// Mutable access to `entity`'s `T`; writing through it marks the component changed.
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
         let location = self.location(entity)?;
-        let (last_run, this_run) = (self.last_change_tick, self.change_tick);
+        let (last_run, this_run) = (self.last_change_tick, self.change_tick());
         let archetype = &mut self.archetypes.archetypes[location.archetype.index()];
         let column = archetype
             .column_of_type(TypeId::of::<T>())
@@ -344,8 +390,44 @@ impl World {
     }
 
     /// The current change tick: what writes are stamped with now.
+    #[inline]
     pub fn change_tick(&self) -> Tick {
-        self.change_tick
+        Tick::new(self.change_tick.load(Ordering::Relaxed))
+    }
+
+    /// Advances the change tick and returns the tick of the run that starts now: writes made
+    /// during that run are stamped with it, writes after it with later ticks.
+    #[inline]
+    pub fn increment_change_tick(&self) -> Tick {
+        Tick::new(self.change_tick.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Jumps the clock forward (tests of wrap-around only).
+    #[cfg(test)]
+    pub(crate) fn advance_change_tick_for_tests(&mut self, by: u32) {
+        let tick = self.change_tick.get_mut();
+        *tick = tick.wrapping_add(by);
+    }
+
+    /// This world's identity.
+    pub fn id(&self) -> WorldId {
+        self.id
+    }
+
+    /// Clamps every stored change tick older than [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE)
+    /// so that none can wrap around into looking new. Runs by itself from structural
+    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`]
+    /// (crate::CHECK_TICK_THRESHOLD) ticks; a scheduler also calls it once per run.
+    pub fn check_change_ticks(&mut self) {
+        let now = tick_now(&mut self.change_tick);
+        if now.get().wrapping_sub(self.last_check_tick.get()) < CHECK_TICK_THRESHOLD {
+            return;
+        }
+        for archetype in &mut self.archetypes.archetypes {
+            archetype.table.check_change_ticks(now);
+        }
+        self.last_change_tick.clamp_age(now);
+        self.last_check_tick = now;
     }
 
     /// The tick that [`Mut::is_changed`] from [`get_mut`](Self::get_mut) compares against.
@@ -356,8 +438,7 @@ impl World {
     /// Starts a new change-detection period: changes made so far stop reading as new to
     /// world-level accessors.
     pub fn clear_trackers(&mut self) {
-        self.last_change_tick = self.change_tick;
-        self.change_tick = Tick::new(self.change_tick.get().wrapping_add(1));
+        self.last_change_tick = self.increment_change_tick();
     }
 }
 

@@ -22,7 +22,11 @@ pub(crate) struct Edges {
 }
 
 fn lookup(slots: &[u32], bundle: BundleId) -> Option<usize> {
-    slots.get(bundle).copied().filter(|&e| e != NO_EDGE).map(|e| e as usize)
+    slots
+        .get(bundle)
+        .copied()
+        .filter(|&e| e != NO_EDGE)
+        .map(|e| e as usize)
 }
 
 fn store(slots: &mut Vec<u32>, bundle: BundleId, edge: usize) {
@@ -77,7 +81,11 @@ impl Archetypes {
         ids.extend_from_slice(&bundle.sorted);
         ids.sort_unstable();
         ids.dedup();
-        let replaced = bundle.fields.iter().map(|&c| src.column_of(c).is_some()).collect();
+        let replaced = bundle
+            .fields
+            .iter()
+            .map(|&c| src.column_of(c).is_some())
+            .collect();
         let target = self.get_or_create(registry, &ids);
         let (src, dst) = (&self.archetypes[source.index()], &self.archetypes[target.index()]);
         let edge = InsertEdge {
@@ -92,7 +100,11 @@ impl Archetypes {
         };
         let index = self.insert_edges.len();
         self.insert_edges.push(edge);
-        store(&mut self.archetypes[source.index()].edges.insert, bundle.id, index);
+        store(
+            &mut self.archetypes[source.index()].edges.insert,
+            bundle.id,
+            index,
+        );
         index
     }
 
@@ -133,7 +145,11 @@ impl Archetypes {
         };
         let index = self.remove_edges.len();
         self.remove_edges.push(edge);
-        store(&mut self.archetypes[source.index()].edges.remove, bundle.id, index);
+        store(
+            &mut self.archetypes[source.index()].edges.remove,
+            bundle.id,
+            index,
+        );
         index
     }
 }

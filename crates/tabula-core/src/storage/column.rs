@@ -121,7 +121,6 @@ impl Column {
         unsafe { self.data.as_ptr().add(row * self.item.size()) }
     }
 
-
     /// Moves a typed value into the uninitialised slot `row`, stamping both ticks.
     ///
     /// # Safety
@@ -148,7 +147,6 @@ impl Column {
             ptr::replace(self.data.as_ptr().cast::<T>().add(row), value)
         }
     }
-
 
     /// Moves the value and ticks of `from` into slot `to`, leaving `from` logically empty.
     ///
@@ -190,8 +188,14 @@ impl Column {
         // SAFETY: in-bounds slots of two different columns of the same type.
         unsafe {
             ptr::copy_nonoverlapping(self.ptr(row), dst.ptr(dst_row), self.item.size());
-            dst.added.as_ptr().add(dst_row).write(*self.added.as_ptr().add(row));
-            dst.changed.as_ptr().add(dst_row).write(*self.changed.as_ptr().add(row));
+            dst.added
+                .as_ptr()
+                .add(dst_row)
+                .write(*self.added.as_ptr().add(row));
+            dst.changed
+                .as_ptr()
+                .add(dst_row)
+                .write(*self.changed.as_ptr().add(row));
         }
     }
 
@@ -220,8 +224,41 @@ impl Column {
         }
     }
 
+    /// Clamps the ticks of rows `0..len` that are older than the maximum age.
+    ///
+    /// # Safety
+    /// `len <= capacity`.
+    pub(crate) unsafe fn check_change_ticks(&mut self, len: usize, now: Tick) {
+        // SAFETY: the tick arrays hold `capacity >= len` initialised-or-written ticks for the
+        // live rows, and `&mut self` makes these the only references.
+        let (added, changed) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.added.as_ptr(), len),
+                std::slice::from_raw_parts_mut(self.changed.as_ptr(), len),
+            )
+        };
+        for tick in added.iter_mut().chain(changed) {
+            tick.clamp_age(now);
+        }
+    }
 
+    /// Base pointer of the value buffer (row 0), for typed iteration.
+    #[inline]
+    pub(crate) fn data_ptr(&self) -> *mut u8 {
+        self.data.as_ptr()
+    }
 
+    /// Base pointer of the `added` ticks.
+    #[inline]
+    pub(crate) fn added_base(&self) -> *mut Tick {
+        self.added.as_ptr()
+    }
+
+    /// Base pointer of the `changed` ticks.
+    #[inline]
+    pub(crate) fn changed_base(&self) -> *mut Tick {
+        self.changed.as_ptr()
+    }
 
     /// Raw pointer to the `changed` tick of `row`, for marking through shared access paths.
     ///

@@ -52,7 +52,10 @@ impl Table {
 
     /// Makes room for `additional` more rows; amortised doubling.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        let needed = self.len().checked_add(additional).expect("table capacity overflow");
+        let needed = self
+            .len()
+            .checked_add(additional)
+            .expect("table capacity overflow");
         if needed <= self.capacity {
             return;
         }
@@ -145,7 +148,14 @@ impl Table {
         unsafe { self.columns[column].ptr(self.len()) }
     }
 
-
+    /// Clamps every change tick older than the maximum age (seen from `now`).
+    pub(crate) fn check_change_ticks(&mut self, now: crate::change::Tick) {
+        let len = self.len();
+        for column in self.columns.iter_mut() {
+            // SAFETY: rows `0..len` are initialised (table invariant).
+            unsafe { column.check_change_ticks(len, now) };
+        }
+    }
 
     /// Removes every row, dropping all values.
     pub(crate) fn clear(&mut self) {

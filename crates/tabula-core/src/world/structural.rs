@@ -65,7 +65,15 @@ impl World {
             },
         );
         // SAFETY: see above; old values (if any) are dropped only after every field is written.
-        unsafe { bundle.write_or_replace(&mut dst.table, &edge.bundle_columns, &edge.replaced, dst_row, tick) };
+        unsafe {
+            bundle.write_or_replace(
+                &mut dst.table,
+                &edge.bundle_columns,
+                &edge.replaced,
+                dst_row,
+                tick,
+            )
+        };
         Ok(())
     }
 

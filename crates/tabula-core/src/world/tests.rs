@@ -42,7 +42,9 @@ fn assert_locations_exact(world: &World) {
 #[test]
 fn swap_remove_fixes_the_moved_entity() {
     let mut world = World::new();
-    let ids: Vec<_> = (0..5).map(|i| world.spawn((Pos(i as f32, 0.0), i as u32))).collect();
+    let ids: Vec<_> = (0..5)
+        .map(|i| world.spawn((Pos(i as f32, 0.0), i as u32)))
+        .collect();
     world.despawn(ids[1]).unwrap();
     assert_locations_exact(&world);
     // The last entity moved into row 1 and still reads its own values.
@@ -117,7 +119,10 @@ fn over_aligned_components_are_aligned() {
     }
     // Moving between tables keeps the alignment.
     world.insert(ids[3], (Pos(0.0, 0.0),)).unwrap();
-    assert_eq!(std::ptr::from_ref(world.get::<Aligned>(ids[3]).unwrap()).addr() % 64, 0);
+    assert_eq!(
+        std::ptr::from_ref(world.get::<Aligned>(ids[3]).unwrap()).addr() % 64,
+        0
+    );
 }
 
 #[test]
@@ -148,7 +153,10 @@ fn errors_name_entity_and_component() {
     assert!(err.to_string().contains("Vel") && err.to_string().contains(&format!("{e:?}")));
     world.despawn(e).unwrap();
     assert_eq!(world.get::<Pos>(e), Err(EntityError::NoSuchEntity(e)));
-    assert_eq!(world.insert_one(e, Vel(0.0, 0.0)), Err(EntityError::NoSuchEntity(e)));
+    assert_eq!(
+        world.insert_one(e, Vel(0.0, 0.0)),
+        Err(EntityError::NoSuchEntity(e))
+    );
     assert_eq!(world.remove_one::<Pos>(e), Err(EntityError::NoSuchEntity(e)));
     // Removing a bundle the entity only half has changes nothing.
     let f = world.spawn((Pos(1.0, 1.0),));
@@ -167,9 +175,16 @@ fn reserve_then_flush_then_spawn_at() {
     let one = world.reserve_entity();
     assert!(!world.contains(one));
     world.spawn_at(one, (Pos(2.0, 2.0),)).unwrap();
-    assert!(reserved.iter().all(|&e| world.contains(e) && world.entity(e).unwrap().component_names().len() == 0));
+    assert!(
+        reserved
+            .iter()
+            .all(|&e| world.contains(e) && world.entity(e).unwrap().component_names().len() == 0)
+    );
     assert_eq!(world.get::<Pos>(one), Ok(&Pos(2.0, 2.0)));
-    assert_eq!(world.spawn_at(kept, (3u8,)), Err(EntityError::AlreadySpawned(kept)));
+    assert_eq!(
+        world.spawn_at(kept, (3u8,)),
+        Err(EntityError::AlreadySpawned(kept))
+    );
     assert_eq!(world.len(), 5);
     assert_locations_exact(&world);
 }
@@ -254,7 +269,9 @@ fn get_mut_marks_changed_only_on_write() {
 #[test]
 fn wide_bundles_round_trip() {
     let mut world = World::new();
-    let e = world.spawn((1u8, 2u16, 3u32, 4u64, 5i8, 6i16, 7i32, 8i64, 9f32, 10f64, 'k', true));
+    let e = world.spawn((
+        1u8, 2u16, 3u32, 4u64, 5i8, 6i16, 7i32, 8i64, 9f32, 10f64, 'k', true,
+    ));
     assert_eq!(world.get::<char>(e), Ok(&'k'));
     let removed = world.remove::<(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, char, bool)>(e);
     assert_eq!(removed, Ok((1, 2, 3, 4, 5, 6, 7, 8, 9.0, 10.0, 'k', true)));

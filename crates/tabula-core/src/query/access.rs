@@ -1,0 +1,206 @@
+//! What a query (and later, a system) reads and writes, and when two accesses conflict.
+
+use std::fmt;
+
+use crate::component::ComponentId;
+
+/// A set of component ids, stored as a bitset over the dense id space.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct ComponentSet {
+    words: Vec<u64>,
+}
+
+impl ComponentSet {
+    /// Adds `id`; returns true when it was not there before.
+    pub fn insert(&mut self, id: ComponentId) -> bool {
+        let (word, bit) = (id.index() / 64, id.index() % 64);
+        if self.words.len() <= word {
+            self.words.resize(word + 1, 0);
+        }
+        let fresh = self.words[word] & (1 << bit) == 0;
+        self.words[word] |= 1 << bit;
+        fresh
+    }
+
+    /// True when `id` is in the set.
+    pub fn contains(&self, id: ComponentId) -> bool {
+        let (word, bit) = (id.index() / 64, id.index() % 64);
+        self.words.get(word).is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    /// Adds every id of `other`.
+    pub fn union_with(&mut self, other: &ComponentSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a |= b;
+        }
+    }
+
+    /// True when the two sets share an id.
+    pub fn intersects(&self, other: &ComponentSet) -> bool {
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+    }
+
+    /// The ids both sets hold, in ascending order.
+    pub fn intersection<'a>(&'a self, other: &'a ComponentSet) -> impl Iterator<Item = ComponentId> + 'a {
+        self.ids().filter(|&id| other.contains(id))
+    }
+
+    /// The ids in ascending order.
+    pub fn ids(&self) -> impl Iterator<Item = ComponentId> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| ComponentId::from_index(w * 64 + b))
+        })
+    }
+
+    /// True when the set holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+}
+
+impl fmt::Debug for ComponentSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.ids().map(|id| id.index())).finish()
+    }
+}
+
+/// The component access of a query: what it reads, what it writes, and the archetype-level
+/// filters (`with`, `without`) that can prove two accesses never touch the same entity.
+///
+/// The scheduler builds its conflict graph from these.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    reads: ComponentSet,
+    writes: ComponentSet,
+    with: ComponentSet,
+    without: ComponentSet,
+}
+
+impl Access {
+    /// Components read (and not written).
+    pub fn reads(&self) -> &ComponentSet {
+        &self.reads
+    }
+
+    /// Components written.
+    pub fn writes(&self) -> &ComponentSet {
+        &self.writes
+    }
+
+    /// Components every matched entity has.
+    pub fn with(&self) -> &ComponentSet {
+        &self.with
+    }
+
+    /// Components no matched entity has.
+    pub fn without(&self) -> &ComponentSet {
+        &self.without
+    }
+
+    /// Records a read. Returns `Err(id)` when the same access already writes `id`.
+    pub fn add_read(&mut self, id: ComponentId) -> Result<(), ComponentId> {
+        if self.writes.contains(id) {
+            return Err(id);
+        }
+        self.reads.insert(id);
+        Ok(())
+    }
+
+    /// Records a write. Returns `Err(id)` when the same access already reads or writes `id`.
+    pub fn add_write(&mut self, id: ComponentId) -> Result<(), ComponentId> {
+        if self.reads.contains(id) || !self.writes.insert(id) {
+            return Err(id);
+        }
+        Ok(())
+    }
+
+    /// Records that every matched entity has `id`.
+    pub fn add_with(&mut self, id: ComponentId) {
+        self.with.insert(id);
+    }
+
+    /// Records that no matched entity has `id`.
+    pub fn add_without(&mut self, id: ComponentId) {
+        self.without.insert(id);
+    }
+
+    /// True when the filters prove the two never match the same entity.
+    pub fn is_disjoint(&self, other: &Access) -> bool {
+        self.with.intersects(&other.without) || self.without.intersects(&other.with)
+    }
+
+    /// The components through which the two accesses conflict (one writes what the other
+    /// reads or writes), unless their filters prove them disjoint.
+    pub fn conflicts(&self, other: &Access) -> Vec<ComponentId> {
+        if self.is_disjoint(other) {
+            return Vec::new();
+        }
+        let mut ids: Vec<ComponentId> = self.writes.intersection(&other.writes).collect();
+        ids.extend(self.writes.intersection(&other.reads));
+        ids.extend(self.reads.intersection(&other.writes));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Adds `other`'s reads and writes (not its filters), checking each against what is
+    /// already recorded, as `add_read` / `add_write` do.
+    pub fn merge_data(&mut self, other: &Access) -> Result<(), ComponentId> {
+        for id in other.reads.ids() {
+            self.add_read(id)?;
+        }
+        for id in other.writes.ids() {
+            self.add_write(id)?;
+        }
+        Ok(())
+    }
+
+    /// Adds everything `other` accesses (for combining several queries of one system).
+    pub fn extend(&mut self, other: &Access) {
+        self.reads.union_with(&other.reads);
+        self.writes.union_with(&other.writes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: usize) -> ComponentId {
+        ComponentId::from_index(n)
+    }
+
+    #[test]
+    fn write_conflicts_with_read_unless_filters_are_disjoint() {
+        let mut a = Access::default();
+        a.add_write(id(1)).unwrap();
+        a.add_with(id(2));
+        let mut b = Access::default();
+        b.add_read(id(1)).unwrap();
+        assert_eq!(a.conflicts(&b), vec![id(1)]);
+        b.add_without(id(2));
+        assert!(a.conflicts(&b).is_empty());
+        let mut c = Access::default();
+        c.add_read(id(1)).unwrap();
+        c.add_read(id(70)).unwrap();
+        assert!(b.conflicts(&c).is_empty(), "readers never conflict");
+        assert_eq!(c.reads().ids().collect::<Vec<_>>(), vec![id(1), id(70)]);
+    }
+
+    #[test]
+    fn one_access_cannot_alias_itself() {
+        let mut a = Access::default();
+        a.add_write(id(3)).unwrap();
+        assert_eq!(a.add_read(id(3)), Err(id(3)));
+        assert_eq!(a.add_write(id(3)), Err(id(3)));
+        let mut b = Access::default();
+        b.add_read(id(4)).unwrap();
+        b.add_read(id(4)).unwrap();
+        assert_eq!(b.add_write(id(4)), Err(id(4)));
+    }
+}

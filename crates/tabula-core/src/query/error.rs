@@ -1,0 +1,79 @@
+//! Errors of the query layer, naming the entity, the query and the component involved.
+
+use std::fmt;
+
+use crate::entity::Entity;
+
+/// Why a query could not produce what was asked of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// The entity does not exist.
+    NoSuchEntity(Entity),
+    /// The entity exists but the query does not match it (missing component or filtered out).
+    NoMatch {
+        /// The entity.
+        entity: Entity,
+        /// The query's type, e.g. `(&mut Position, &Velocity)`.
+        query: &'static str,
+    },
+    /// `get_many_mut` was given the same entity twice.
+    AliasedMutability(Entity),
+    /// `single` found no entity.
+    NoEntities {
+        /// The query's type.
+        query: &'static str,
+    },
+    /// `single` found more than one entity.
+    MultipleEntities {
+        /// The query's type.
+        query: &'static str,
+    },
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSuchEntity(e) => write!(f, "entity {e:?} does not exist"),
+            Self::NoMatch { entity, query } => write!(f, "query `{query}` does not match entity {entity:?}"),
+            Self::AliasedMutability(e) => {
+                write!(
+                    f,
+                    "entity {e:?} was requested twice; mutable items must be distinct"
+                )
+            }
+            Self::NoEntities { query } => {
+                write!(f, "query `{query}` matched no entity; `single` needs exactly one")
+            }
+            Self::MultipleEntities { query } => {
+                write!(
+                    f,
+                    "query `{query}` matched more than one entity; `single` needs exactly one"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// A query that would alias its own data, e.g. `(&mut A, &A)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessConflict {
+    /// The query's type.
+    pub query: &'static str,
+    /// The component accessed twice.
+    pub component: &'static str,
+}
+
+impl fmt::Display for AccessConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "query `{}` accesses component `{}` mutably together with another access to it; \
+             fetch it once (as `&mut {}` if it must be written)",
+            self.query, self.component, self.component
+        )
+    }
+}
+
+impl std::error::Error for AccessConflict {}

@@ -1,0 +1,528 @@
+//! What a query fetches: the [`WorldQuery`] / [`QueryData`] traits and their implementations
+//! for `&T`, `&mut T`, `Option<Q>`, `Entity`, `Has<T>`, `Ref<T>`, `Mut<T>` and tuples.
+//!
+//! A query term is used in three steps, each cheaper and more frequent than the last:
+//!
+//! 1. `init_state` once per query: register component types, resolve their ids.
+//! 2. `match_archetype` once per archetype ever created: does it match, and which columns to
+//!    read (the *cache*, stored by the query state).
+//! 3. `fetch_archetype` once per archetype per iteration: turn the cache into raw column
+//!    pointers (the *fetch*); then `fetch(row)` per entity: one pointer offset.
+
+use std::marker::PhantomData;
+
+use super::access::Access;
+use crate::archetype::Archetype;
+use crate::change::{Mut, Ref, Tick};
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::world::World;
+
+/// The change ticks of one query run: changes newer than `last_run` and up to `this_run`
+/// count as new.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunTicks {
+    /// The tick of the previous run of the same query (or system).
+    pub last_run: Tick,
+    /// The tick of this run; writes during it are stamped with it.
+    pub this_run: Tick,
+}
+
+/// How one query term finds its archetypes and reads their tables.
+///
+/// # Safety
+/// Implementations must report in `update_access` every component they read or write
+/// through `fetch_archetype`'s pointers, and only hand out references that this access
+/// allows. `match_archetype` must return `Some` only for archetypes whose columns
+/// `fetch_archetype` can read.
+pub unsafe trait WorldQuery {
+    /// Resolved component ids; built once per query.
+    type State: Send + Sync + 'static;
+    /// What is remembered per matched archetype (column indices).
+    type Cache: Copy + Send + Sync + 'static;
+    /// Raw pointers into one archetype's table, for the duration of one iteration.
+    type Fetch<'w>;
+
+    /// Registers the term's component types.
+    fn init_state(world: &mut World) -> Self::State;
+
+    /// Adds the term's access; `Err(id)` when it aliases access already recorded.
+    fn update_access(state: &Self::State, access: &mut Access) -> Result<(), ComponentId>;
+
+    /// Whether the archetype matches, and the cache to read it with.
+    fn match_archetype(state: &Self::State, archetype: &Archetype) -> Option<Self::Cache>;
+
+    /// Column pointers of one matched archetype.
+    ///
+    /// # Safety
+    /// `cache` came from `match_archetype` on this archetype; the caller holds the access
+    /// reported by `update_access` on this archetype's rows for `'w`.
+    unsafe fn fetch_archetype<'w>(
+        cache: Self::Cache,
+        archetype: &'w Archetype,
+        ticks: RunTicks,
+    ) -> Self::Fetch<'w>;
+}
+
+/// A query term that yields an item per entity, e.g. `&Position` or `(Entity, &mut Health)`.
+///
+/// # Safety
+/// As for [`WorldQuery`]; `fetch` must return only references within the access reported.
+pub unsafe trait QueryData: WorldQuery {
+    /// The item for one entity.
+    type Item<'w>;
+    /// The items of a whole archetype at once, for [`for_each_chunk`]
+    /// (super::QueryState::for_each_chunk): `&[T]` for `&T`, `&mut [T]` for `&mut T`.
+    type Chunk<'w>;
+
+    /// The item of `row`.
+    ///
+    /// # Safety
+    /// `row` is below the archetype's length; for a mutable term, no other item for the same
+    /// row is live.
+    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w>;
+
+    /// The chunk of rows `0..len`; mutable terms mark all of them changed.
+    ///
+    /// # Safety
+    /// `len` is the archetype's length; for a mutable term, no other item of this archetype
+    /// is live.
+    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w>;
+}
+
+/// A [`QueryData`] that never writes, so it can be iterated through `&World`.
+///
+/// # Safety
+/// `update_access` records no writes.
+pub unsafe trait ReadOnlyQueryData: QueryData {}
+
+/// Looks up the component column of a matched archetype.
+fn column(archetype: &Archetype, id: ComponentId) -> Option<usize> {
+    archetype.column_of(id)
+}
+
+// ---------------------------------------------------------------------------------------
+// Entity
+
+// SAFETY: reads only the table's entity list, which is not component access.
+unsafe impl WorldQuery for Entity {
+    type State = ();
+    type Cache = ();
+    type Fetch<'w> = *const Entity;
+
+    fn init_state(_: &mut World) {}
+
+    fn update_access(_: &(), _: &mut Access) -> Result<(), ComponentId> {
+        Ok(())
+    }
+
+    fn match_archetype(_: &(), _: &Archetype) -> Option<()> {
+        Some(())
+    }
+
+    #[inline]
+    unsafe fn fetch_archetype<'w>(_: (), archetype: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {
+        archetype.entities().as_ptr()
+    }
+}
+
+// SAFETY: hands out copies of entity ids only.
+unsafe impl QueryData for Entity {
+    type Item<'w> = Entity;
+    type Chunk<'w> = &'w [Entity];
+
+    #[inline]
+    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is below the table length (the caller's contract).
+        unsafe { *fetch.add(row) }
+    }
+
+    #[inline]
+    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+        // SAFETY: the entity list holds `len` ids and is not mutated during the iteration.
+        unsafe { std::slice::from_raw_parts(*fetch, len) }
+    }
+}
+
+// SAFETY: no writes.
+unsafe impl ReadOnlyQueryData for Entity {}
+
+// ---------------------------------------------------------------------------------------
+// &T and Ref<T>
+
+/// The fetch of a component read: the column's values and its ticks.
+pub struct ReadFetch<'w, T> {
+    values: *const T,
+    added: *const Tick,
+    changed: *const Tick,
+    ticks: RunTicks,
+    _marker: PhantomData<&'w T>,
+}
+
+/// The fetch of a component write.
+pub struct WriteFetch<'w, T> {
+    values: *mut T,
+    added: *const Tick,
+    changed: *mut Tick,
+    ticks: RunTicks,
+    _marker: PhantomData<&'w mut T>,
+}
+
+macro_rules! component_state {
+    () => {
+        type State = ComponentId;
+        type Cache = usize;
+
+        fn init_state(world: &mut World) -> ComponentId {
+            world.components.register::<T>()
+        }
+
+        fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
+            column(archetype, *id)
+        }
+    };
+}
+
+macro_rules! read_term {
+    ($ty:ty) => {
+        // SAFETY: reads column `cache` of `T` and its ticks, reported as a read of `T`.
+        unsafe impl<'a, T: Component> WorldQuery for $ty {
+            component_state!();
+            type Fetch<'w> = ReadFetch<'w, T>;
+
+            fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+                access.add_with(*id);
+                access.add_read(*id)
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(
+                column: usize,
+                archetype: &'w Archetype,
+                ticks: RunTicks,
+            ) -> Self::Fetch<'w> {
+                let column = archetype.table.column(column);
+                ReadFetch {
+                    values: column.data_ptr().cast::<T>(),
+                    added: column.added_base(),
+                    changed: column.changed_base(),
+                    ticks,
+                    _marker: PhantomData,
+                }
+            }
+        }
+
+        // SAFETY: no writes.
+        unsafe impl<'a, T: Component> ReadOnlyQueryData for $ty {}
+    };
+}
+
+read_term!(&'a T);
+read_term!(Ref<'a, T>);
+
+// SAFETY: hands out `&T` into the column it reported reading.
+unsafe impl<T: Component> QueryData for &T {
+    type Item<'w> = &'w T;
+    type Chunk<'w> = &'w [T];
+
+    #[inline]
+    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live and holds a `T`; only shared access to `T` exists.
+        unsafe { &*fetch.values.add(row) }
+    }
+
+    #[inline]
+    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+        // SAFETY: rows `0..len` hold `T`s; only shared access to `T` exists.
+        unsafe { std::slice::from_raw_parts(fetch.values, len) }
+    }
+}
+
+// SAFETY: as for `&T`; the ticks are read, never written.
+unsafe impl<'a, T: Component> QueryData for Ref<'a, T> {
+    type Item<'w> = Ref<'w, T>;
+    type Chunk<'w> = &'w [T];
+
+    #[inline]
+    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live; values and ticks are only read while the query holds a read.
+        unsafe {
+            Ref::new(
+                &*fetch.values.add(row),
+                *fetch.added.add(row),
+                *fetch.changed.add(row),
+                fetch.ticks.last_run,
+                fetch.ticks.this_run,
+            )
+        }
+    }
+
+    #[inline]
+    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+        // SAFETY: as for `&T`.
+        unsafe { std::slice::from_raw_parts(fetch.values, len) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// &mut T and Mut<T>
+
+macro_rules! write_term {
+    ($ty:ty) => {
+        // SAFETY: writes column `cache` of `T` and its `changed` ticks, reported as a write.
+        unsafe impl<'a, T: Component> WorldQuery for $ty {
+            component_state!();
+            type Fetch<'w> = WriteFetch<'w, T>;
+
+            fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+                access.add_with(*id);
+                access.add_write(*id)
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(
+                column: usize,
+                archetype: &'w Archetype,
+                ticks: RunTicks,
+            ) -> Self::Fetch<'w> {
+                let column = archetype.table.column(column);
+                WriteFetch {
+                    values: column.data_ptr().cast::<T>(),
+                    added: column.added_base(),
+                    changed: column.changed_base(),
+                    ticks,
+                    _marker: PhantomData,
+                }
+            }
+        }
+
+        // SAFETY: hands out one `Mut<T>` per row; rows are distinct (the caller's contract)
+        // and the column is written by this query alone (its reported access).
+        unsafe impl<'a, T: Component> QueryData for $ty {
+            type Item<'w> = Mut<'w, T>;
+            type Chunk<'w> = &'w mut [T];
+
+            #[inline]
+            unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+                // SAFETY: `row` is live and no other reference to its value or `changed` tick
+                // exists (the caller's contract).
+                unsafe {
+                    Mut::new(
+                        &mut *fetch.values.add(row),
+                        *fetch.added.add(row),
+                        &mut *fetch.changed.add(row),
+                        fetch.ticks.last_run,
+                        fetch.ticks.this_run,
+                    )
+                }
+            }
+
+            #[inline]
+            unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+                // SAFETY: rows `0..len` are live and exclusively ours (the caller's contract).
+                unsafe {
+                    std::slice::from_raw_parts_mut(fetch.changed, len).fill(fetch.ticks.this_run);
+                    std::slice::from_raw_parts_mut(fetch.values, len)
+                }
+            }
+        }
+    };
+}
+
+write_term!(&'a mut T);
+write_term!(Mut<'a, T>);
+
+// ---------------------------------------------------------------------------------------
+// Option<Q>
+
+// SAFETY: delegates to `Q` where it matches; reports `Q`'s reads and writes (but not its
+// `with` set, since entities without `Q` match too).
+unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
+    type State = Q::State;
+    type Cache = Option<Q::Cache>;
+    type Fetch<'w> = Option<Q::Fetch<'w>>;
+
+    fn init_state(world: &mut World) -> Q::State {
+        Q::init_state(world)
+    }
+
+    fn update_access(state: &Q::State, access: &mut Access) -> Result<(), ComponentId> {
+        let mut inner = Access::default();
+        Q::update_access(state, &mut inner)?;
+        access.merge_data(&inner)
+    }
+
+    fn match_archetype(state: &Q::State, archetype: &Archetype) -> Option<Option<Q::Cache>> {
+        Some(Q::match_archetype(state, archetype))
+    }
+
+    #[inline]
+    unsafe fn fetch_archetype<'w>(
+        cache: Option<Q::Cache>,
+        archetype: &'w Archetype,
+        ticks: RunTicks,
+    ) -> Self::Fetch<'w> {
+        // SAFETY: forwarded contract; `cache` is `Some` only where `Q` matched.
+        cache.map(|cache| unsafe { Q::fetch_archetype(cache, archetype, ticks) })
+    }
+}
+
+// SAFETY: delegates to `Q`.
+unsafe impl<Q: QueryData> QueryData for Option<Q> {
+    type Item<'w> = Option<Q::Item<'w>>;
+    type Chunk<'w> = Option<Q::Chunk<'w>>;
+
+    #[inline]
+    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: forwarded contract.
+        fetch.as_mut().map(|fetch| unsafe { Q::fetch(fetch, row) })
+    }
+
+    #[inline]
+    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+        // SAFETY: forwarded contract.
+        fetch.as_mut().map(|fetch| unsafe { Q::fetch_chunk(fetch, len) })
+    }
+}
+
+// SAFETY: `Q` records no writes.
+unsafe impl<Q: ReadOnlyQueryData> ReadOnlyQueryData for Option<Q> {}
+
+// ---------------------------------------------------------------------------------------
+// Has<T>
+
+/// Yields whether the entity has a `T`, without reading it (so it conflicts with nothing).
+///
+/// ```
+/// use tabula_core::{Has, World};
+/// struct Frozen;
+/// let mut world = World::new();
+/// world.spawn((1u32, Frozen));
+/// world.spawn((2u32,));
+/// let mut q = world.query::<(&u32, Has<Frozen>)>();
+/// let mut seen: Vec<_> = q.iter(&world).map(|(n, frozen)| (*n, frozen)).collect();
+/// seen.sort();
+/// assert_eq!(seen, [(1, true), (2, false)]);
+/// ```
+pub struct Has<T>(PhantomData<fn() -> T>);
+
+// SAFETY: reads no component data.
+unsafe impl<T: Component> WorldQuery for Has<T> {
+    type State = ComponentId;
+    type Cache = bool;
+    type Fetch<'w> = bool;
+
+    fn init_state(world: &mut World) -> ComponentId {
+        world.components.register::<T>()
+    }
+
+    fn update_access(_: &ComponentId, _: &mut Access) -> Result<(), ComponentId> {
+        Ok(())
+    }
+
+    fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<bool> {
+        Some(column(archetype, *id).is_some())
+    }
+
+    #[inline]
+    unsafe fn fetch_archetype<'w>(has: bool, _: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {
+        has
+    }
+}
+
+// SAFETY: yields plain booleans.
+unsafe impl<T: Component> QueryData for Has<T> {
+    type Item<'w> = bool;
+    type Chunk<'w> = bool;
+
+    #[inline]
+    unsafe fn fetch<'w>(has: &mut Self::Fetch<'w>, _: usize) -> Self::Item<'w> {
+        *has
+    }
+
+    #[inline]
+    unsafe fn fetch_chunk<'w>(has: &mut Self::Fetch<'w>, _: usize) -> Self::Chunk<'w> {
+        *has
+    }
+}
+
+// SAFETY: no writes.
+unsafe impl<T: Component> ReadOnlyQueryData for Has<T> {}
+
+// ---------------------------------------------------------------------------------------
+// Tuples
+
+macro_rules! tuple_data {
+    ($($name:ident $index:tt),*) => {
+        // SAFETY: the union of the members' accesses, each checked against the others.
+        #[allow(unused_variables, clippy::unused_unit)]
+        unsafe impl<$($name: WorldQuery),*> WorldQuery for ($($name,)*) {
+            type State = ($($name::State,)*);
+            type Cache = ($($name::Cache,)*);
+            type Fetch<'w> = ($($name::Fetch<'w>,)*);
+
+            fn init_state(world: &mut World) -> Self::State {
+                ($($name::init_state(world),)*)
+            }
+
+            fn update_access(state: &Self::State, access: &mut Access) -> Result<(), ComponentId> {
+                $($name::update_access(&state.$index, access)?;)*
+                Ok(())
+            }
+
+            #[inline]
+            fn match_archetype(state: &Self::State, archetype: &Archetype) -> Option<Self::Cache> {
+                Some(($($name::match_archetype(&state.$index, archetype)?,)*))
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(cache: Self::Cache, archetype: &'w Archetype, ticks: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch_archetype(cache.$index, archetype, ticks),)*) }
+            }
+        }
+
+        // SAFETY: members' items, each within its own access.
+        #[allow(unused_variables, clippy::unused_unit)]
+        unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+            type Chunk<'w> = ($($name::Chunk<'w>,)*);
+
+            #[inline]
+            unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch(&mut fetch.$index, row),)*) }
+            }
+
+            #[inline]
+            unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch_chunk(&mut fetch.$index, len),)*) }
+            }
+        }
+
+        // SAFETY: no member writes.
+        unsafe impl<$($name: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($name,)*) {}
+    };
+}
+
+tuple_data!();
+tuple_data!(A 0);
+tuple_data!(A 0, B 1);
+tuple_data!(A 0, B 1, C 2);
+tuple_data!(A 0, B 1, C 2, D 3);
+tuple_data!(A 0, B 1, C 2, D 3, E 4);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);

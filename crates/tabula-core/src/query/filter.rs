@@ -1,0 +1,226 @@
+//! Query filters: `With<T>`, `Without<T>`, `Added<T>`, `Changed<T>`, `Or<(..)>`, and tuples,
+//! which mean AND.
+//!
+//! `With` / `Without` are decided once per archetype ("archetypal"); `Added` / `Changed` read
+//! one tick per row. A filter made only of archetypal parts never costs anything per entity.
+
+use std::marker::PhantomData;
+
+use super::access::Access;
+use super::fetch::{RunTicks, WorldQuery};
+use crate::archetype::Archetype;
+use crate::change::Tick;
+use crate::component::{Component, ComponentId};
+use crate::world::World;
+
+/// A query term that decides which entities match.
+///
+/// # Safety
+/// As for [`WorldQuery`]; `filter_row` only reads what `update_access` reported.
+pub unsafe trait QueryFilter: WorldQuery {
+    /// True when every row of a matched archetype passes, so `filter_row` need not run.
+    const ARCHETYPAL: bool;
+
+    /// Whether `row` passes.
+    ///
+    /// # Safety
+    /// `row` is below the archetype's length.
+    unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool;
+}
+
+/// A filter decided per archetype alone (`With`, `Without`, tuples and `Or`s of them), which
+/// chunked iteration requires.
+pub trait ArchetypeFilter: QueryFilter {}
+
+/// Matches entities that have a `T`, without reading it.
+pub struct With<T>(PhantomData<fn() -> T>);
+
+/// Matches entities that do not have a `T`.
+pub struct Without<T>(PhantomData<fn() -> T>);
+
+/// Matches entities whose `T` was added since the query last ran.
+pub struct Added<T>(PhantomData<fn() -> T>);
+
+/// Matches entities whose `T` was added or mutably accessed since the query last ran.
+pub struct Changed<T>(PhantomData<fn() -> T>);
+
+/// Matches entities that pass any of the filters in the tuple `T`.
+pub struct Or<T>(PhantomData<fn() -> T>);
+
+macro_rules! archetypal_filter {
+    ($name:ident, $matches:expr, $record:ident) => {
+        // SAFETY: reads nothing; records the archetype-level constraint only.
+        unsafe impl<T: Component> WorldQuery for $name<T> {
+            type State = ComponentId;
+            type Cache = ();
+            type Fetch<'w> = ();
+
+            fn init_state(world: &mut World) -> ComponentId {
+                world.components.register::<T>()
+            }
+
+            fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+                access.$record(*id);
+                Ok(())
+            }
+
+            #[inline]
+            fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<()> {
+                let has = archetype.column_of(*id).is_some();
+                ($matches)(has).then_some(())
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(_: (), _: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {}
+        }
+
+        // SAFETY: reads nothing.
+        unsafe impl<T: Component> QueryFilter for $name<T> {
+            const ARCHETYPAL: bool = true;
+
+            #[inline]
+            unsafe fn filter_row(_: &mut (), _: usize) -> bool {
+                true
+            }
+        }
+
+        impl<T: Component> ArchetypeFilter for $name<T> {}
+    };
+}
+
+archetypal_filter!(With, |has| has, add_with);
+archetypal_filter!(Without, |has: bool| !has, add_without);
+
+/// The fetch of a tick filter: one tick column and the run's ticks.
+pub struct TickFetch {
+    ticks: *const Tick,
+    run: RunTicks,
+}
+
+macro_rules! tick_filter {
+    ($name:ident, $base:ident) => {
+        // SAFETY: reads the tick column of `T`, reported as a read of `T`.
+        unsafe impl<T: Component> WorldQuery for $name<T> {
+            type State = ComponentId;
+            type Cache = usize;
+            type Fetch<'w> = TickFetch;
+
+            fn init_state(world: &mut World) -> ComponentId {
+                world.components.register::<T>()
+            }
+
+            fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+                access.add_with(*id);
+                access.add_read(*id)
+            }
+
+            #[inline]
+            fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
+                archetype.column_of(*id)
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(
+                column: usize,
+                archetype: &'w Archetype,
+                run: RunTicks,
+            ) -> Self::Fetch<'w> {
+                TickFetch {
+                    ticks: archetype.table.column(column).$base(),
+                    run,
+                }
+            }
+        }
+
+        // SAFETY: reads one tick of a live row.
+        unsafe impl<T: Component> QueryFilter for $name<T> {
+            const ARCHETYPAL: bool = false;
+
+            #[inline]
+            unsafe fn filter_row(fetch: &mut TickFetch, row: usize) -> bool {
+                // SAFETY: `row` is live (the caller's contract); ticks are only written by
+                // holders of a write to `T`, which conflicts with this read.
+                let tick = unsafe { *fetch.ticks.add(row) };
+                tick.is_newer_than(fetch.run.last_run, fetch.run.this_run)
+            }
+        }
+    };
+}
+
+tick_filter!(Added, added_base);
+tick_filter!(Changed, changed_base);
+
+macro_rules! tuple_filter {
+    ($($name:ident $index:tt),*) => {
+        // SAFETY: AND of the members; `WorldQuery` for the tuple comes from `fetch.rs`.
+        #[allow(unused_variables, unused_mut)]
+        unsafe impl<$($name: QueryFilter),*> QueryFilter for ($($name,)*) {
+            const ARCHETYPAL: bool = true $(&& $name::ARCHETYPAL)*;
+
+            #[inline]
+            unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool {
+                // SAFETY: forwarded contract.
+                true $(&& unsafe { $name::filter_row(&mut fetch.$index, row) })*
+            }
+        }
+
+        impl<$($name: ArchetypeFilter),*> ArchetypeFilter for ($($name,)*) {}
+
+        // SAFETY: matches where any member matches, fetches only those members, and reports
+        // the members' reads (never their `with`/`without`, which an OR cannot promise).
+        #[allow(unused_variables, clippy::unused_unit)]
+        unsafe impl<$($name: QueryFilter),*> WorldQuery for Or<($($name,)*)> {
+            type State = ($($name::State,)*);
+            type Cache = ($(Option<$name::Cache>,)*);
+            type Fetch<'w> = ($(Option<$name::Fetch<'w>>,)*);
+
+            fn init_state(world: &mut World) -> Self::State {
+                ($($name::init_state(world),)*)
+            }
+
+            fn update_access(state: &Self::State, access: &mut Access) -> Result<(), ComponentId> {
+                $({
+                    let mut member = Access::default();
+                    $name::update_access(&state.$index, &mut member)?;
+                    access.merge_data(&member)?;
+                })*
+                Ok(())
+            }
+
+            fn match_archetype(state: &Self::State, archetype: &Archetype) -> Option<Self::Cache> {
+                let cache = ($($name::match_archetype(&state.$index, archetype),)*);
+                (false $(|| cache.$index.is_some())*).then_some(cache)
+            }
+
+            #[inline]
+            unsafe fn fetch_archetype<'w>(cache: Self::Cache, archetype: &'w Archetype, ticks: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, for the members that matched.
+                ($(cache.$index.map(|c| unsafe { $name::fetch_archetype(c, archetype, ticks) }),)*)
+            }
+        }
+
+        // SAFETY: reads only through matched members.
+        #[allow(unused_variables)]
+        unsafe impl<$($name: QueryFilter),*> QueryFilter for Or<($($name,)*)> {
+            const ARCHETYPAL: bool = true $(&& $name::ARCHETYPAL)*;
+
+            #[inline]
+            unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool {
+                // SAFETY: forwarded contract.
+                false $(|| fetch.$index.as_mut().is_some_and(|f| unsafe { $name::filter_row(f, row) }))*
+            }
+        }
+
+        impl<$($name: ArchetypeFilter),*> ArchetypeFilter for Or<($($name,)*)> {}
+    };
+}
+
+tuple_filter!();
+tuple_filter!(A 0);
+tuple_filter!(A 0, B 1);
+tuple_filter!(A 0, B 1, C 2);
+tuple_filter!(A 0, B 1, C 2, D 3);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);

@@ -1,0 +1,41 @@
+//! Queries: cached, typed, change-aware iteration over the entities that match.
+//!
+//! ## How a query finds and walks its archetypes
+//!
+//! A [`QueryState<D, F>`] is built once. `D` (the data, e.g. `(&mut Position, &Velocity)`)
+//! and `F` (the filter, e.g. `Without<Frozen>`) resolve their component ids, and their
+//! [`Access`] is checked so that a query can never alias itself. The state then tests every
+//! archetype once and remembers the matching ones with the column index of each fetched
+//! component. Later uses test only archetypes created since.
+//!
+//! Iterating walks the matched list; for each non-empty archetype it turns the cached column
+//! indices into raw column pointers (one `fetch_archetype` call) and then loops over rows,
+//! where fetching an item is one pointer offset per term. Filters made only of `With` /
+//! `Without` are decided per archetype and cost nothing per row; `Added` / `Changed` read one
+//! tick per row.
+//!
+//! ## Borrowing
+//!
+//! Read-only queries iterate through `&World`; queries that write need `&mut World`, so two
+//! mutable iterations can never overlap and no item outlives its borrow (see [`QueryIter`]).
+//! Schedulers that run several queries of one system at once go through
+//! [`UnsafeWorldCell`](crate::UnsafeWorldCell) after checking the queries' accesses.
+
+mod access;
+mod error;
+mod fetch;
+mod filter;
+mod iter;
+mod par;
+mod state;
+
+pub use access::{Access, ComponentSet};
+pub use error::{AccessConflict, QueryError};
+pub use fetch::{Has, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery, WriteFetch};
+pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, TickFetch, With, Without};
+pub use iter::QueryIter;
+pub use par::BatchSize;
+pub use state::QueryState;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,411 @@
+//! [`QueryState`]: a query's cached knowledge of the world, and its entry points.
+
+use std::any::type_name;
+
+use super::access::Access;
+use super::error::{AccessConflict, QueryError};
+use super::fetch::{QueryData, ReadOnlyQueryData, RunTicks};
+use super::filter::{ArchetypeFilter, QueryFilter};
+use super::iter::QueryIter;
+use super::par::BatchSize;
+use crate::archetype::ArchetypeId;
+use crate::change::Tick;
+use crate::entity::{Entity, EntityLocation};
+use crate::world::{UnsafeWorldCell, World, WorldId};
+
+/// An archetype the query matched, with what it needs to read it.
+pub(crate) struct Matched<DC, FC> {
+    pub(crate) archetype: ArchetypeId,
+    pub(crate) data: DC,
+    pub(crate) filter: FC,
+}
+
+const NOT_MATCHED: u32 = u32::MAX;
+
+/// A query over one world: the data `D` it fetches, for entities that pass filter `F`.
+///
+/// Built once with [`World::query`] or [`World::query_filtered`], it remembers which
+/// archetypes match and where each fetched component's column is in them. Each use first
+/// tests only the archetypes created since the last use, so keeping a `QueryState` around
+/// makes every later iteration a walk over plain column slices.
+///
+/// Each iteration is a *run*: `Added<T>` / `Changed<T>` pass the rows changed since this
+/// state's previous run.
+///
+/// ```
+/// use tabula_core::{With, Without, World};
+///
+/// struct Position(f32);
+/// struct Velocity(f32);
+/// struct Frozen;
+///
+/// let mut world = World::new();
+/// world.spawn((Position(0.0), Velocity(1.0)));
+/// world.spawn((Position(0.0), Velocity(1.0), Frozen));
+///
+/// let mut movement = world.query_filtered::<(&mut Position, &Velocity), Without<Frozen>>();
+/// movement.for_each(&mut world, |(mut pos, vel)| pos.0 += vel.0);
+///
+/// let mut positions: Vec<f32> = world.query::<&Position>().iter(&world).map(|p| p.0).collect();
+/// positions.sort_by(f32::total_cmp);
+/// assert_eq!(positions, [0.0, 1.0]);
+/// ```
+pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
+    world: WorldId,
+    data_state: D::State,
+    filter_state: F::State,
+    pub(crate) matched: Vec<Matched<D::Cache, F::Cache>>,
+    /// Archetype index -> index into `matched`, or `NOT_MATCHED`.
+    matched_index: Vec<u32>,
+    archetypes_seen: usize,
+    last_run: Tick,
+    access: Access,
+    pub(crate) par_batch_size: BatchSize,
+}
+
+impl<D: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<D, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryState")
+            .field("query", &type_name::<(D, F)>())
+            .field("matched_archetypes", &self.matched.len())
+            .field("access", &self.access)
+            .finish()
+    }
+}
+
+impl World {
+    /// A query fetching `D` from every entity that has it.
+    ///
+    /// # Panics
+    /// When `D` would alias itself, e.g. `(&mut A, &A)`; the message names the component.
+    /// Use [`QueryState::try_new`] to get the error as a value.
+    pub fn query<D: QueryData>(&mut self) -> QueryState<D, ()> {
+        QueryState::new(self)
+    }
+
+    /// A query fetching `D` from the entities that pass filter `F`.
+    ///
+    /// # Panics
+    /// As for [`query`](Self::query).
+    pub fn query_filtered<D: QueryData, F: QueryFilter>(&mut self) -> QueryState<D, F> {
+        QueryState::new(self)
+    }
+}
+
+impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
+    /// Builds the state, matching every archetype that exists now.
+    ///
+    /// # Panics
+    /// When the query aliases its own data; see [`try_new`](Self::try_new).
+    pub fn new(world: &mut World) -> Self {
+        Self::try_new(world).unwrap_or_else(|conflict| panic!("{conflict}"))
+    }
+
+    /// Builds the state, or reports the component a query like `(&mut A, &A)` would alias.
+    pub fn try_new(world: &mut World) -> Result<Self, AccessConflict> {
+        let data_state = D::init_state(world);
+        let filter_state = F::init_state(world);
+        let mut access = Access::default();
+        D::update_access(&data_state, &mut access)
+            .and_then(|()| F::update_access(&filter_state, &mut access))
+            .map_err(|id| AccessConflict {
+                query: type_name::<(D, F)>(),
+                component: world.components().info(id).name(),
+            })?;
+        let mut state = Self {
+            world: world.id(),
+            data_state,
+            filter_state,
+            matched: Vec::new(),
+            matched_index: Vec::new(),
+            archetypes_seen: 0,
+            last_run: Tick::new(0),
+            access,
+            par_batch_size: BatchSize::Automatic,
+        };
+        state.update_archetypes(world);
+        Ok(state)
+    }
+
+    /// What the query reads and writes, with its filters; the scheduler's input.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// Matches the archetypes created since the last update (only those are tested).
+    ///
+    /// # Panics
+    /// When `world` is not the world the state was built for.
+    pub fn update_archetypes(&mut self, world: &World) {
+        assert!(
+            self.world == world.id(),
+            "QueryState<{}> was built for another World; build one per world",
+            type_name::<(D, F)>()
+        );
+        let archetypes = &world.archetypes.archetypes;
+        for archetype in &archetypes[self.archetypes_seen..] {
+            self.matched_index.push(NOT_MATCHED);
+            let Some(data) = D::match_archetype(&self.data_state, archetype) else {
+                continue;
+            };
+            let Some(filter) = F::match_archetype(&self.filter_state, archetype) else {
+                continue;
+            };
+            self.matched_index[archetype.id().index()] = self.matched.len() as u32;
+            self.matched.push(Matched {
+                archetype: archetype.id(),
+                data,
+                filter,
+            });
+        }
+        self.archetypes_seen = archetypes.len();
+    }
+
+    /// Starts a run: updates the archetype list, advances the world's change tick and this
+    /// state's `last_run`.
+    pub(crate) fn begin_run(&mut self, world: &World) -> RunTicks {
+        self.update_archetypes(world);
+        let this_run = world.increment_change_tick();
+        let ticks = RunTicks {
+            last_run: self.last_run,
+            this_run,
+        };
+        self.last_run = this_run;
+        ticks
+    }
+
+    /// Ticks for a lookup that is not a run (`get`, `single`): changes since the last run.
+    fn peek_ticks(&mut self, world: &World) -> RunTicks {
+        self.update_archetypes(world);
+        RunTicks {
+            last_run: self.last_run,
+            this_run: world.change_tick(),
+        }
+    }
+
+    /// Iterates the matching entities through shared access.
+    pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, D, F>
+    where
+        D: ReadOnlyQueryData,
+    {
+        let ticks = self.begin_run(world);
+        // SAFETY: `D` is read-only and `&World` rules out writers for `'w`.
+        unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }
+    }
+
+    /// Iterates the matching entities with mutable access; `&mut T` terms yield [`Mut<T>`]
+    /// (crate::Mut), which marks a row changed only when written through.
+    pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, D, F> {
+        let ticks = self.begin_run(world);
+        // SAFETY: `&mut World` is exclusive for `'w`, and the state's access was checked for
+        // self-aliasing when it was built.
+        unsafe { QueryIter::new(self, UnsafeWorldCell::new_mutable(world), ticks) }
+    }
+
+    /// Iterates through an [`UnsafeWorldCell`] with explicit ticks — how a scheduler runs
+    /// the queries of a system.
+    ///
+    /// # Safety
+    /// For `'w`, the caller holds the access reported by [`access`](Self::access) (no one
+    /// else writes what it reads or touches what it writes), and `world` is the state's
+    /// world with archetypes already updated (see [`update_archetypes`]
+    /// (Self::update_archetypes)).
+    pub unsafe fn iter_unchecked<'w, 's>(
+        &'s self,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> QueryIter<'w, 's, D, F> {
+        // SAFETY: forwarded contract.
+        unsafe { QueryIter::new(self, world, ticks) }
+    }
+
+    /// Calls `f` on every matching item. The loop runs per archetype over plain columns.
+    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
+        self.iter_mut(world).for_each(f);
+    }
+
+    /// Calls `f` once per non-empty matching archetype with whole columns, e.g.
+    /// `(&mut [Position], &[Velocity])`, for loops the compiler can vectorise. `&mut T`
+    /// columns are marked changed as a whole, once per call.
+    ///
+    /// ```
+    /// use tabula_core::World;
+    /// let mut world = World::new();
+    /// world.spawn_batch((0..10).map(|i| (i as f32, 2.0f64)));
+    /// let mut q = world.query::<(&mut f32, &f64)>();
+    /// q.for_each_chunk(&mut world, |(xs, ys)| {
+    ///     for (x, y) in xs.iter_mut().zip(ys) {
+    ///         *x *= *y as f32;
+    ///     }
+    /// });
+    /// let sum: f32 = world.query::<&f32>().iter(&world).sum();
+    /// assert_eq!(sum, 90.0);
+    /// ```
+    pub fn for_each_chunk(&mut self, world: &mut World, mut f: impl FnMut(D::Chunk<'_>))
+    where
+        F: ArchetypeFilter,
+    {
+        let ticks = self.begin_run(world);
+        let archetypes = &world.archetypes.archetypes;
+        for matched in &self.matched {
+            let archetype = &archetypes[matched.archetype.index()];
+            let len = archetype.len();
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: `&mut World` is exclusive, the access was checked at build time, and
+            // each archetype's chunk is handed out once.
+            unsafe {
+                let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
+                f(D::fetch_chunk(&mut fetch, len));
+            }
+        }
+    }
+
+    /// The item of one entity, through shared access.
+    pub fn get<'w>(&mut self, world: &'w World, entity: Entity) -> Result<D::Item<'w>, QueryError>
+    where
+        D: ReadOnlyQueryData,
+    {
+        let ticks = self.peek_ticks(world);
+        let location = self.locate(world, entity, ticks)?;
+        // SAFETY: read-only `D` under `&World`.
+        Ok(unsafe { self.fetch_at(world, location, ticks) })
+    }
+
+    /// The item of one entity, with mutable access.
+    pub fn get_mut<'w>(&mut self, world: &'w mut World, entity: Entity) -> Result<D::Item<'w>, QueryError> {
+        let ticks = self.peek_ticks(world);
+        let location = self.locate(world, entity, ticks)?;
+        // SAFETY: `&mut World` is exclusive; one item is handed out.
+        Ok(unsafe { self.fetch_at(world, location, ticks) })
+    }
+
+    /// The items of several distinct entities at once, with mutable access.
+    ///
+    /// ```
+    /// use tabula_core::{QueryError, World};
+    /// let mut world = World::new();
+    /// let a = world.spawn((1u32,));
+    /// let b = world.spawn((2u32,));
+    /// let mut q = world.query::<&mut u32>();
+    /// let [mut x, mut y] = q.get_many_mut(&mut world, [a, b])?;
+    /// std::mem::swap(&mut *x, &mut *y);
+    /// assert_eq!(q.get_many_mut(&mut world, [a, a]).err(), Some(QueryError::AliasedMutability(a)));
+    /// # Ok::<(), QueryError>(())
+    /// ```
+    pub fn get_many_mut<'w, const N: usize>(
+        &mut self,
+        world: &'w mut World,
+        entities: [Entity; N],
+    ) -> Result<[D::Item<'w>; N], QueryError> {
+        for (i, entity) in entities.iter().enumerate() {
+            if entities[..i].contains(entity) {
+                return Err(QueryError::AliasedMutability(*entity));
+            }
+        }
+        let ticks = self.peek_ticks(world);
+        let mut locations = [EntityLocation::NOWHERE; N];
+        for (location, &entity) in locations.iter_mut().zip(&entities) {
+            *location = self.locate(world, entity, ticks)?;
+        }
+        let world: &World = world;
+        // SAFETY: `&mut World` is exclusive, and the entities (so the rows) are distinct, so
+        // the items never alias.
+        Ok(locations.map(|location| unsafe { self.fetch_at(world, location, ticks) }))
+    }
+
+    /// The only matching item; an error when there are none or several.
+    pub fn single<'w>(&mut self, world: &'w World) -> Result<D::Item<'w>, QueryError>
+    where
+        D: ReadOnlyQueryData,
+    {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: read-only `D` under `&World`.
+        let mut iter = unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) };
+        Self::only(iter.next(), iter.next().is_some())
+    }
+
+    /// The only matching item, mutably; an error when there are none or several.
+    pub fn single_mut<'w>(&mut self, world: &'w mut World) -> Result<D::Item<'w>, QueryError> {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: `&mut World` is exclusive; at most one item is kept.
+        let mut iter = unsafe { QueryIter::new(self, UnsafeWorldCell::new_mutable(world), ticks) };
+        let first = iter.next();
+        let more = iter.matches_more();
+        Self::only(first, more)
+    }
+
+    fn only<T>(first: Option<T>, more: bool) -> Result<T, QueryError> {
+        match (first, more) {
+            (Some(item), false) => Ok(item),
+            (None, _) => Err(QueryError::NoEntities {
+                query: type_name::<(D, F)>(),
+            }),
+            (Some(_), true) => Err(QueryError::MultipleEntities {
+                query: type_name::<(D, F)>(),
+            }),
+        }
+    }
+
+    /// How many entities match now.
+    pub fn count(&mut self, world: &World) -> usize {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: only filters are evaluated; no item is fetched.
+        unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }.count_matches()
+    }
+
+    /// True when no entity matches now.
+    pub fn is_empty(&mut self, world: &World) -> bool {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: only filters are evaluated; no item is fetched.
+        !unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }.matches_more()
+    }
+
+    /// Where `entity` is, if the query matches it now.
+    fn locate(&self, world: &World, entity: Entity, ticks: RunTicks) -> Result<EntityLocation, QueryError> {
+        let location = world
+            .entities
+            .get(entity)
+            .ok_or(QueryError::NoSuchEntity(entity))?;
+        let no_match = QueryError::NoMatch {
+            entity,
+            query: type_name::<(D, F)>(),
+        };
+        let index = self.matched_index[location.archetype.index()];
+        if index == NOT_MATCHED {
+            return Err(no_match);
+        }
+        if !F::ARCHETYPAL {
+            let matched = &self.matched[index as usize];
+            let archetype = &world.archetypes.archetypes[location.archetype.index()];
+            // SAFETY: the filter only reads ticks of a live row, under the caller's access.
+            let passes = unsafe {
+                let mut fetch = F::fetch_archetype(matched.filter, archetype, ticks);
+                F::filter_row(&mut fetch, location.row as usize)
+            };
+            if !passes {
+                return Err(no_match);
+            }
+        }
+        Ok(location)
+    }
+
+    /// # Safety
+    /// `location` came from `locate` on this world; the caller holds the access to its row
+    /// for `'w` (shared for read-only `D`, exclusive otherwise).
+    unsafe fn fetch_at<'w>(
+        &self,
+        world: &'w World,
+        location: EntityLocation,
+        ticks: RunTicks,
+    ) -> D::Item<'w> {
+        let matched = &self.matched[self.matched_index[location.archetype.index()] as usize];
+        let archetype = &world.archetypes.archetypes[location.archetype.index()];
+        // SAFETY: forwarded contract.
+        unsafe {
+            let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
+            D::fetch(&mut fetch, location.row as usize)
+        }
+    }
+}

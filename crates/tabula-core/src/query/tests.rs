@@ -1,0 +1,337 @@
+//! Query behaviour, checked from inside the crate (Miri runs all of these).
+
+use std::collections::HashSet;
+
+use crate::change::CHECK_TICK_THRESHOLD;
+use crate::{Added, BatchSize, Changed, Entity, Has, Mut, Or, QueryError, Ref, With, Without, World};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Health(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Frozen;
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+fn world_with_three() -> (World, [Entity; 3]) {
+    let mut world = World::new();
+    let a = world.spawn((Pos(0.0), Vel(1.0)));
+    let b = world.spawn((Pos(10.0), Vel(2.0), Frozen));
+    let c = world.spawn((Pos(20.0), Health(5)));
+    (world, [a, b, c])
+}
+
+#[test]
+fn fetches_refs_options_entities_and_has() {
+    let (mut world, [a, b, c]) = world_with_three();
+    let mut q = world.query::<(Entity, &Pos, Option<&Health>, Has<Frozen>)>();
+    let rows = q
+        .iter(&world)
+        .map(|(e, p, h, frozen)| (e, p.0 as i32, h.copied(), frozen));
+    let mut rows: Vec<_> = rows.collect();
+    rows.sort_by_key(|r| r.0);
+    assert_eq!(
+        rows,
+        vec![
+            (a, 0, None, false),
+            (b, 10, None, true),
+            (c, 20, Some(Health(5)), false)
+        ]
+    );
+}
+
+#[test]
+fn with_without_or_filters() {
+    fn ids<F: crate::QueryFilter>(world: &mut World, q: &mut crate::QueryState<Entity, F>) -> Vec<Entity> {
+        sorted(q.iter(world).collect())
+    }
+    let (mut world, [a, b, c]) = world_with_three();
+    let mut moving = world.query_filtered::<Entity, (With<Vel>, Without<Frozen>)>();
+    assert_eq!(ids(&mut world, &mut moving), vec![a]);
+    let mut either = world.query_filtered::<Entity, Or<(With<Frozen>, With<Health>)>>();
+    assert_eq!(ids(&mut world, &mut either), vec![b, c]);
+    let mut neither = world.query_filtered::<Entity, (Without<Frozen>, Without<Health>)>();
+    assert_eq!(ids(&mut world, &mut neither), vec![a]);
+}
+
+#[test]
+fn mutation_through_for_each_and_iter_mut() {
+    let (mut world, [a, b, _]) = world_with_three();
+    let mut q = world.query_filtered::<(&mut Pos, &Vel), Without<Frozen>>();
+    q.for_each(&mut world, |(mut p, v)| p.0 += v.0);
+    for (mut p, v) in q.iter_mut(&mut world) {
+        p.0 += v.0;
+    }
+    assert_eq!(world.get::<Pos>(a), Ok(&Pos(2.0)));
+    assert_eq!(world.get::<Pos>(b), Ok(&Pos(10.0)), "frozen entity untouched");
+}
+
+#[test]
+fn changed_and_added_compare_against_the_states_last_run() {
+    let (mut world, [a, b, c]) = world_with_three();
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut added = world.query_filtered::<Entity, Added<Health>>();
+    assert_eq!(
+        sorted(changed.iter(&world).collect()),
+        vec![a, b, c],
+        "first run sees all"
+    );
+    assert_eq!(added.iter(&world).collect::<Vec<_>>(), vec![c]);
+    assert_eq!(changed.iter(&world).count(), 0, "nothing changed since");
+
+    // Reading through Mut without writing does not mark; writing does.
+    let mut writer = world.query::<(Entity, &mut Pos)>();
+    writer.for_each(&mut world, |(e, mut p)| {
+        if e == b {
+            p.0 += 1.0;
+        } else {
+            let _ = p.0;
+        }
+    });
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), vec![b]);
+    world.insert_one(a, Health(1)).unwrap();
+    assert_eq!(added.iter(&world).collect::<Vec<_>>(), vec![a]);
+    // Moving between archetypes keeps the ticks: `a` was not changed by the move.
+    assert_eq!(changed.iter(&world).count(), 0);
+    world.get_mut::<Pos>(c).unwrap().0 = 3.0;
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), vec![c]);
+}
+
+#[test]
+fn ref_and_mut_report_change_information() {
+    let (mut world, [a, ..]) = world_with_three();
+    let mut refs = world.query::<(Entity, Ref<Pos>)>();
+    assert!(refs.iter(&world).all(|(_, p)| p.is_added() && p.is_changed()));
+    world.get_mut::<Pos>(a).unwrap().0 = 9.0;
+    let flags: Vec<_> = refs
+        .iter(&world)
+        .map(|(e, p)| (e, p.is_added(), p.is_changed()))
+        .collect();
+    assert!(flags.contains(&(a, false, true)));
+    assert_eq!(flags.iter().filter(|f| f.2).count(), 1);
+    let mut muts = world.query::<Mut<Pos>>();
+    let mut seen = 0;
+    muts.for_each(&mut world, |p| {
+        assert!(p.is_added(), "first run of this state");
+        seen += 1;
+    });
+    assert_eq!(seen, 3);
+}
+
+#[test]
+fn option_mut_with_changed_filter() {
+    let (mut world, [a, _, c]) = world_with_three();
+    let mut q = world.query_filtered::<(Entity, Option<&mut Health>), Changed<Pos>>();
+    q.for_each(&mut world, |_| {});
+    world.get_mut::<Pos>(c).unwrap().0 += 1.0;
+    world.get_mut::<Pos>(a).unwrap().0 += 1.0;
+    q.for_each(&mut world, |(e, health)| {
+        if let Some(mut h) = health {
+            h.0 *= 10;
+        } else {
+            assert_eq!(e, a);
+        }
+    });
+    assert_eq!(world.get::<Health>(c), Ok(&Health(50)));
+}
+
+#[test]
+fn aliasing_queries_are_rejected_with_the_component_name() {
+    let mut world = World::new();
+    let err = crate::QueryState::<(&mut Pos, &Pos)>::try_new(&mut world).unwrap_err();
+    assert!(err.component.ends_with("Pos"), "{err}");
+    assert!(err.to_string().contains("Pos"));
+    assert!(crate::QueryState::<(&mut Pos, &mut Pos)>::try_new(&mut world).is_err());
+    assert!(crate::QueryState::<(&Pos, Option<&mut Pos>)>::try_new(&mut world).is_err());
+    assert!(crate::QueryState::<(&Pos, &Pos, Has<Pos>)>::try_new(&mut world).is_ok());
+    let panic = std::panic::catch_unwind(move || {
+        world.query::<(Mut<Vel>, Ref<Vel>)>();
+    });
+    let message = panic.unwrap_err();
+    let message = message.downcast_ref::<String>().unwrap();
+    assert!(message.contains("Vel"), "{message}");
+}
+
+#[test]
+fn new_archetypes_are_matched_incrementally() {
+    let mut world = World::new();
+    let mut q = world.query::<&Pos>();
+    assert_eq!(q.iter(&world).count(), 0);
+    world.spawn((Pos(1.0),));
+    world.spawn((Pos(2.0), Vel(0.0)));
+    let before = q.matched.len();
+    assert_eq!(q.iter(&world).count(), 2);
+    assert_eq!(q.matched.len(), before + 2);
+    world.spawn((Vel(0.0),));
+    assert_eq!(q.iter(&world).map(|p| p.0).sum::<f32>(), 3.0);
+    assert_eq!(q.matched.len(), before + 2, "non-matching archetype not added");
+}
+
+#[test]
+fn entities_moving_between_archetypes_mid_frame() {
+    let mut world = World::new();
+    let ids: Vec<_> = (0..6).map(|i| world.spawn((Pos(i as f32),))).collect();
+    let mut q = world.query::<(Entity, &Pos)>();
+    // Collect first, then move half of them: the next pass sees each exactly once.
+    let seen: Vec<Entity> = q.iter(&world).map(|(e, _)| e).collect();
+    for e in seen.iter().step_by(2) {
+        world.insert_one(*e, Vel(1.0)).unwrap();
+    }
+    let after: HashSet<_> = q.iter(&world).map(|(e, p)| (e, p.0 as i32)).collect();
+    assert_eq!(after.len(), 6);
+    assert_eq!(
+        after,
+        ids.iter().enumerate().map(|(i, &e)| (e, i as i32)).collect()
+    );
+}
+
+#[test]
+fn get_get_mut_and_get_many_mut() {
+    let (mut world, [a, b, c]) = world_with_three();
+    let mut q = world.query_filtered::<&mut Pos, With<Vel>>();
+    q.get_mut(&mut world, a).unwrap().0 = 7.0;
+    assert_eq!(
+        q.get_mut(&mut world, c).err(),
+        Some(QueryError::NoMatch {
+            entity: c,
+            query: std::any::type_name::<(&mut Pos, With<Vel>)>()
+        })
+    );
+    let [mut pa, mut pb] = q.get_many_mut(&mut world, [a, b]).unwrap();
+    std::mem::swap(&mut pa.0, &mut pb.0);
+    assert_eq!(world.get::<Pos>(b), Ok(&Pos(7.0)));
+    assert_eq!(
+        q.get_many_mut(&mut world, [b, b]).err(),
+        Some(QueryError::AliasedMutability(b))
+    );
+    world.despawn(a).unwrap();
+    let mut read = world.query::<&Pos>();
+    assert_eq!(read.get(&world, a).err(), Some(QueryError::NoSuchEntity(a)));
+    assert_eq!(read.get(&world, c), Ok(&Pos(20.0)));
+}
+
+#[test]
+fn single_count_and_is_empty() {
+    let (mut world, [_, _, c]) = world_with_three();
+    let mut healthy = world.query::<(Entity, &Health)>();
+    assert_eq!(healthy.single(&world).map(|(e, _)| e), Ok(c));
+    let mut all = world.query::<&mut Pos>();
+    assert!(matches!(
+        all.single_mut(&mut world),
+        Err(QueryError::MultipleEntities { .. })
+    ));
+    assert_eq!(all.count(&world), 3);
+    let mut none = world.query::<&Frozen>();
+    assert!(!none.is_empty(&world));
+    let mut nobody = world.query_filtered::<&Pos, (With<Frozen>, With<Health>)>();
+    assert!(nobody.is_empty(&world));
+    assert!(matches!(
+        nobody.single(&world),
+        Err(QueryError::NoEntities { .. })
+    ));
+    let mut changed = world.query_filtered::<Entity, Changed<Health>>();
+    assert_eq!(changed.count(&world), 1, "count evaluates row filters");
+}
+
+#[test]
+fn for_each_chunk_gives_whole_columns_and_marks_them() {
+    let mut world = World::new();
+    world.spawn_batch((0..5).map(|i| (Pos(i as f32), Vel(1.0))));
+    world.spawn_batch((0..3).map(|i| (Pos(i as f32), Vel(2.0), Frozen)));
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    changed.for_each(&mut world, |_| {});
+    let mut q = world.query::<(&mut Pos, &Vel, Has<Frozen>)>();
+    let mut chunks = Vec::new();
+    q.for_each_chunk(&mut world, |(pos, vel, frozen)| {
+        for (p, v) in pos.iter_mut().zip(vel) {
+            p.0 += v.0;
+        }
+        chunks.push((pos.len(), frozen));
+    });
+    assert_eq!(sorted(chunks), vec![(3, true), (5, false)]);
+    assert_eq!(changed.iter(&world).count(), 8);
+    let total: f32 = world.query::<&Pos>().iter(&world).map(|p| p.0).sum();
+    assert_eq!(total, (0..5).sum::<i32>() as f32 + 5.0 + 3.0 + 6.0);
+}
+
+#[test]
+fn par_for_each_visits_every_row_once() {
+    let mut world = World::new();
+    let n = if cfg!(miri) { 300 } else { 20_000 };
+    world.spawn_batch((0..n).map(|i| (Pos(i as f32), Vel(1.0))));
+    world.spawn_batch((0..n / 3).map(|i| (Pos(i as f32), Vel(1.0), Health(0))));
+    let expected: f32 = world.query::<&Pos>().iter(&world).map(|p| p.0 + 1.0).sum();
+    for batch in [
+        BatchSize::Automatic,
+        BatchSize::Fixed(7),
+        BatchSize::Fixed(1 << 20),
+    ] {
+        let mut q = world.query::<(&mut Pos, &Vel)>();
+        q.set_batch_size(batch);
+        q.par_for_each(&mut world, |(mut p, v)| p.0 += v.0);
+        let total: f32 = world.query::<&Pos>().iter(&world).map(|p| p.0).sum();
+        assert_eq!(total, expected, "{batch:?}");
+        q.par_for_each(&mut world, |(mut p, v)| p.0 -= v.0);
+    }
+}
+
+#[test]
+fn wrapped_ticks_never_read_as_new() {
+    let mut world = World::new();
+    let e = world.spawn((Pos(0.0),)); // stamped with tick 1
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert_eq!(changed.iter(&world).count(), 1);
+    // Let the query run again later, so its last run is well after the write.
+    world.advance_change_tick_for_tests(1000);
+    assert_eq!(changed.iter(&world).count(), 0);
+    // Run the clock round until "now" is tick 500 again: without clamping, the write at
+    // tick 1 would be 499 ticks old while the query's last run is ~4 billion ticks old, so
+    // the write would read as new. Steps stay within the clamp interval, and the world's
+    // periodic check runs after each, as structural operations or a scheduler would.
+    let mut remaining = u64::from(u32::MAX) + 1 - u64::from(world.change_tick().get()) + 500;
+    while remaining > 0 {
+        let step = remaining.min(u64::from(CHECK_TICK_THRESHOLD)) as u32;
+        world.advance_change_tick_for_tests(step);
+        world.check_change_ticks();
+        remaining -= u64::from(step);
+    }
+    assert_eq!(world.change_tick().get(), 500);
+    assert_eq!(
+        changed.iter(&world).count(),
+        0,
+        "the old write must not look new after the wrap"
+    );
+    world.get_mut::<Pos>(e).unwrap().0 = 1.0;
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), vec![e]);
+    assert_eq!(changed.iter(&world).count(), 0);
+}
+
+#[test]
+fn wide_and_nested_tuples() {
+    let mut world = World::new();
+    let e = world.spawn((
+        1u8, 2u16, 3u32, 4u64, 5i8, 6i16, 7i32, 8i64, 9f32, 10f64, 'k', true,
+    ));
+    let mut q = world.query::<(
+        &u8,
+        &u16,
+        &u32,
+        &u64,
+        &i8,
+        &i16,
+        &i32,
+        &i64,
+        &f32,
+        &f64,
+        &char,
+        (&bool, Entity),
+    )>();
+    let (a, .., (flag, id)) = q.single(&world).unwrap();
+    assert_eq!((*a, *flag, id), (1, true, e));
+}
