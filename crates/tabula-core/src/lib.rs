@@ -51,6 +51,7 @@ mod component;
 mod entity;
 mod error;
 pub mod query;
+mod resource;
 mod storage;
 mod sync;
 mod world;
@@ -61,6 +62,7 @@ pub use change::{CHECK_TICK_THRESHOLD, MAX_CHANGE_AGE, Mut, Ref, Tick};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;
+pub use resource::ResourceError;
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,

@@ -25,6 +25,7 @@ use crate::change::{CHECK_TICK_THRESHOLD, Mut, Tick};
 use crate::component::{Component, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
+use crate::resource::Resources;
 
 pub use entity_ref::{EntityMut, EntityRef};
 pub use spawn_batch::SpawnBatch;
@@ -57,6 +58,7 @@ pub struct World {
     pub(crate) components: Components,
     pub(crate) archetypes: Archetypes,
     pub(crate) bundles: Bundles,
+    pub(crate) resources: Resources,
     id: WorldId,
     /// The tick writes are stamped with now; atomic so that a read-only query can start a
     /// run (advance the clock) through `&World`.
@@ -110,6 +112,7 @@ impl World {
             archetypes: Archetypes::new(&components),
             components,
             bundles: Bundles::default(),
+            resources: Resources::default(),
             id: WorldId::next(),
             change_tick: AtomicU32::new(1),
             last_change_tick: Tick::new(0),

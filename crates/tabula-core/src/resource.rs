@@ -1,0 +1,261 @@
+//! Resources: typed singletons stored in the world beside the entities.
+//!
+//! A resource type gets a [`ComponentId`] from the same registry as components, so systems'
+//! resource accesses live in the same [`Access`](crate::Access) sets as their component
+//! accesses (a type used both ways is conservatively treated as one thing).
+//!
+//! Each resource sits in its own `UnsafeCell`, so that a scheduler can hand one system
+//! `&mut R` while other systems read other resources, without ever forming a `&mut` to the
+//! shared container.
+
+use std::any::{Any, type_name};
+use std::cell::UnsafeCell;
+
+use crate::component::{Component, ComponentId};
+use crate::world::{UnsafeWorldCell, World};
+
+type ErasedCell = UnsafeCell<dyn Any + Send + Sync>;
+
+/// Why a resource could not be accessed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceError {
+    /// No resource of this type is in the world.
+    Missing {
+        /// The resource's type name.
+        resource: &'static str,
+    },
+}
+
+impl std::fmt::Display for ResourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Missing { resource } => write!(
+                f,
+                "resource `{resource}` does not exist; add it with `World::insert_resource` or `init_resource`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResourceError {}
+
+#[cold]
+fn missing<R>() -> ResourceError {
+    ResourceError::Missing {
+        resource: type_name::<R>(),
+    }
+}
+
+/// The resource slots of a world, indexed by [`ComponentId`].
+#[derive(Default)]
+pub(crate) struct Resources {
+    slots: Vec<Option<Box<ErasedCell>>>,
+}
+
+// SAFETY: the cells are only written through `&mut Resources`, or through an
+// `UnsafeWorldCell` whose caller holds exclusive access to that one resource (the unsafe
+// accessors' contract). Resource values are `Send + Sync`.
+unsafe impl Sync for Resources {}
+
+// Like the type-erased component columns, resource slots do not carry their value types'
+// unwind-safety markers: a world observed after a caught panic is structurally consistent,
+// and values a panicking system was mutating are as valid as any `&mut` left mid-update.
+impl std::panic::UnwindSafe for Resources {}
+impl std::panic::RefUnwindSafe for Resources {}
+
+impl Resources {
+    fn cell(&self, id: ComponentId) -> Option<&ErasedCell> {
+        self.slots.get(id.index())?.as_deref()
+    }
+
+    /// A pointer to the resource stored under `id`, as `R`.
+    ///
+    /// `id` must be `R`'s id; the slot then holds an `R` because `insert` is the only writer
+    /// and keys each value by its own type's id.
+    fn ptr<R: Component>(&self, id: ComponentId) -> Option<*mut R> {
+        self.cell(id).map(|cell| cell.get().cast::<R>())
+    }
+}
+
+impl std::fmt::Debug for Resources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resources")
+            .field("count", &self.slots.iter().flatten().count())
+            .finish()
+    }
+}
+
+impl World {
+    /// Inserts (or replaces) the resource of type `R`, returning the old value if any.
+    ///
+    /// ```
+    /// struct Score(u32);
+    /// let mut world = tabula_core::World::new();
+    /// world.insert_resource(Score(1));
+    /// world.resource_mut::<Score>()?.0 += 1;
+    /// assert_eq!(world.resource::<Score>()?.0, 2);
+    /// assert_eq!(world.remove_resource::<Score>()?.0, 2);
+    /// assert!(world.resource::<Score>().is_err());
+    /// # Ok::<(), tabula_core::ResourceError>(())
+    /// ```
+    pub fn insert_resource<R: Component>(&mut self, value: R) -> Option<R> {
+        let id = self.components.register::<R>();
+        let slots = &mut self.resources.slots;
+        if slots.len() <= id.index() {
+            slots.resize_with(id.index() + 1, || None);
+        }
+        let old = slots[id.index()].replace(Box::new(UnsafeCell::new(value)));
+        // SAFETY: the slot under `R`'s id only ever holds an `R`.
+        old.map(|cell| unsafe { unbox::<R>(cell) })
+    }
+
+    /// Inserts `R::default()` unless an `R` is already present.
+    pub fn init_resource<R: Component + Default>(&mut self) {
+        if !self.contains_resource::<R>() {
+            self.insert_resource(R::default());
+        }
+    }
+
+    /// Removes the resource of type `R` and returns it.
+    pub fn remove_resource<R: Component>(&mut self) -> Result<R, ResourceError> {
+        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
+        let cell = self
+            .resources
+            .slots
+            .get_mut(id.index())
+            .and_then(Option::take)
+            .ok_or_else(missing::<R>)?;
+        // SAFETY: the slot under `R`'s id only ever holds an `R`.
+        Ok(unsafe { unbox::<R>(cell) })
+    }
+
+    /// True when a resource of type `R` is present.
+    pub fn contains_resource<R: Component>(&self) -> bool {
+        self.components
+            .id::<R>()
+            .is_some_and(|id| self.resources.cell(id).is_some())
+    }
+
+    /// The resource of type `R`.
+    pub fn resource<R: Component>(&self) -> Result<&R, ResourceError> {
+        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
+        let ptr = self.resources.ptr::<R>(id).ok_or_else(missing::<R>)?;
+        // SAFETY: the slot holds an `R`; `&self` rules out any writer.
+        Ok(unsafe { &*ptr })
+    }
+
+    /// The resource of type `R`, mutably.
+    pub fn resource_mut<R: Component>(&mut self) -> Result<&mut R, ResourceError> {
+        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
+        let ptr = self.resources.ptr::<R>(id).ok_or_else(missing::<R>)?;
+        // SAFETY: the slot holds an `R`; `&mut self` makes this the only reference.
+        Ok(unsafe { &mut *ptr })
+    }
+
+    /// The id under which resource type `R` is tracked in accesses (registering it).
+    pub fn register_resource<R: Component>(&mut self) -> ComponentId {
+        self.components.register::<R>()
+    }
+}
+
+/// Turns an erased cell back into its value.
+///
+/// # Safety
+/// The cell holds an `R`.
+unsafe fn unbox<R>(cell: Box<ErasedCell>) -> R {
+    let raw = Box::into_raw(cell).cast::<UnsafeCell<R>>();
+    // SAFETY: the allocation was made as a `Box<UnsafeCell<R>>` (the caller's contract) and
+    // unsized to the erased form; casting back restores the original type and layout.
+    unsafe { Box::from_raw(raw) }.into_inner()
+}
+
+impl<'w> UnsafeWorldCell<'w> {
+    /// The resource of type `R`, shared.
+    ///
+    /// # Safety
+    /// For `'w`, nobody writes this resource (the caller holds a read access to it).
+    pub unsafe fn get_resource<R: Component>(self) -> Option<&'w R> {
+        // SAFETY: only the registry and the slot list (structure) are read here.
+        let world = unsafe { self.world() };
+        let ptr = world.resources.ptr::<R>(world.components.id::<R>()?)?;
+        // SAFETY: the slot holds an `R`; the caller guarantees no writer.
+        Some(unsafe { &*ptr })
+    }
+
+    /// The resource of type `R`, exclusively.
+    ///
+    /// # Safety
+    /// The cell allows mutation, and for `'w` nobody else reads or writes this resource (the
+    /// caller holds a write access to it).
+    pub unsafe fn get_resource_mut<R: Component>(self) -> Option<&'w mut R> {
+        debug_assert!(self.allows_mutation(), "get_resource_mut on a read-only UnsafeWorldCell");
+        // SAFETY: only the registry and the slot list (structure) are read here.
+        let world = unsafe { self.world() };
+        let ptr = world.resources.ptr::<R>(world.components.id::<R>()?)?;
+        // SAFETY: the slot holds an `R` inside an `UnsafeCell`; the caller guarantees this is
+        // the only access.
+        Some(unsafe { &mut *ptr })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn insert_replace_remove_and_drop() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut world = World::new();
+        assert!(world.insert_resource(Counted(drops.clone())).is_none());
+        let old = world.insert_resource(Counted(drops.clone()));
+        assert!(old.is_some());
+        drop(old);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let err = world.resource::<String>().unwrap_err();
+        assert!(err.to_string().contains("alloc::string::String"));
+        world.insert_resource(String::from("hi"));
+        world.resource_mut::<String>().unwrap().push('!');
+        assert_eq!(world.resource::<String>().map(String::as_str), Ok("hi!"));
+        assert_eq!(world.remove_resource::<String>().as_deref(), Ok("hi!"));
+        assert!(world.remove_resource::<String>().is_err());
+        drop(world);
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "the world drops its resources");
+    }
+
+    #[test]
+    fn over_aligned_and_zero_sized_resources() {
+        #[repr(align(64))]
+        struct Big(u8);
+        struct Unit;
+        let mut world = World::new();
+        world.insert_resource(Big(7));
+        world.insert_resource(Unit);
+        let big = world.resource::<Big>().unwrap();
+        assert_eq!((big.0, std::ptr::from_ref(big).addr() % 64), (7, 0));
+        assert!(world.contains_resource::<Unit>());
+        world.init_resource::<u64>();
+        assert_eq!(world.resource::<u64>(), Ok(&0));
+    }
+
+    #[test]
+    fn cell_access_to_distinct_resources_at_once() {
+        let mut world = World::new();
+        world.insert_resource(1u32);
+        world.insert_resource(2u64);
+        let cell = UnsafeWorldCell::new_mutable(&mut world);
+        // SAFETY: one writer of `u32`, one reader of `u64`: disjoint accesses.
+        let (a, b) = unsafe { (cell.get_resource_mut::<u32>().unwrap(), cell.get_resource::<u64>().unwrap()) };
+        *a += *b as u32;
+        assert_eq!(world.resource::<u32>(), Ok(&3));
+    }
+}
