@@ -1,0 +1,195 @@
+//! Loom model checks of the entity reservation protocol.
+//!
+//! `World::reserve_entity` / `reserve_entities` take `&self` and may run on many threads at
+//! once; each is one `fetch_sub` on the allocator's cursor (see
+//! `src/entity/allocator.rs`). These models share one world between threads, let them reserve
+//! concurrently against a pre-populated free list, then take the world back, `flush` it and
+//! check that in every interleaving loom explores:
+//!
+//! * every reserved id is distinct from every other reserved id;
+//! * after the flush every reserved id is alive, and none collides with an entity that was
+//!   already alive or with a stale (despawned) handle;
+//! * the free list is used up before fresh slots are handed out.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p tabula-core --release --test loom_entities`.
+//! Under `--cfg loom` the crate's atomics are loom's, which only work inside `loom::model`, so
+//! this is the only kind of test that runs in that configuration.
+#![cfg(loom)]
+
+use std::collections::HashSet;
+
+use loom::sync::Arc;
+use loom::thread;
+use tabula_core::{Entity, World};
+
+/// A world with `live` entities alive and `freed` more spawned then despawned, so that the
+/// free list holds `freed` slots. Returns the world, the live handles and the stale ones.
+fn populated(live: usize, freed: usize) -> (World, Vec<Entity>, Vec<Entity>) {
+    let mut world = World::new();
+    let all: Vec<Entity> = (0..live + freed).map(|i| world.spawn((i as u32,))).collect();
+    let (alive, stale) = all.split_at(live);
+    for &entity in stale {
+        world.despawn(entity).expect("freshly spawned entity despawns");
+    }
+    (world, alive.to_vec(), stale.to_vec())
+}
+
+/// Takes the world back after the threads joined, flushes it, and checks the reservations.
+/// `slots_before` is how many slots existed and `free_slots` how many of them were free when
+/// the reservations started.
+fn check(
+    world: Arc<World>,
+    reserved: Vec<Entity>,
+    alive: &[Entity],
+    stale: &[Entity],
+    slots_before: u32,
+    free_slots: usize,
+) {
+    let mut world = Arc::try_unwrap(world).expect("every thread has joined");
+    let distinct: HashSet<Entity> = reserved.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        reserved.len(),
+        "reserved ids are distinct: {reserved:?}"
+    );
+    for &entity in &reserved {
+        assert!(
+            !world.contains(entity),
+            "{entity:?} is not alive before the flush"
+        );
+        assert!(!alive.contains(&entity), "{entity:?} collides with a live entity");
+        assert!(!stale.contains(&entity), "{entity:?} reuses a stale handle");
+    }
+
+    // The free list is claimed first: every freed slot is reused before any fresh index.
+    let reused = reserved.iter().filter(|e| e.index() < slots_before).count();
+    assert_eq!(
+        reused,
+        free_slots.min(reserved.len()),
+        "free list used first: {reserved:?}"
+    );
+    for entity in reserved.iter().filter(|e| e.index() >= slots_before) {
+        assert_eq!(
+            entity.generation(),
+            1,
+            "fresh slot {entity:?} starts at generation 1"
+        );
+    }
+
+    world.flush();
+    assert_eq!(world.len() as usize, alive.len() + reserved.len());
+    for &entity in &reserved {
+        assert!(world.contains(entity), "{entity:?} is alive after the flush");
+        assert_eq!(world.entity(entity).map(|e| e.component_names().count()), Ok(0));
+    }
+    for &entity in alive {
+        assert!(world.contains(entity), "{entity:?} stays alive");
+    }
+    for &entity in stale {
+        assert!(!world.contains(entity), "stale {entity:?} stays dead");
+    }
+
+    // The reserved entities are ordinary entities now: they take components and despawn.
+    for (i, &entity) in reserved.iter().enumerate() {
+        world
+            .spawn_at(entity, (i as u64,))
+            .expect("reserved entity is empty");
+        assert_eq!(world.get::<u64>(entity), Ok(&(i as u64)));
+    }
+    for &entity in &reserved {
+        world.despawn(entity).expect("reserved entity despawns");
+    }
+    assert_eq!(world.len() as usize, alive.len());
+}
+
+#[test]
+fn two_threads_reserve_one_each_across_free_list_and_fresh_slots() {
+    loom::model(|| {
+        // One free slot: one thread gets it, the other a fresh index, in either order.
+        let (world, alive, stale) = populated(2, 1);
+        let world = Arc::new(world);
+        let other = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entity())
+        };
+        let mine = world.reserve_entity();
+        let theirs = other.join().unwrap();
+        check(world, vec![mine, theirs], &alive, &stale, 3, 1);
+    });
+}
+
+#[test]
+fn batch_and_single_reservations_race() {
+    loom::model(|| {
+        // Two free slots, three reservations: a batch of two races a single one.
+        let (world, alive, stale) = populated(1, 2);
+        let world = Arc::new(world);
+        let batch = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entities(2).collect::<Vec<_>>())
+        };
+        let single = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entity())
+        };
+        let mut reserved = batch.join().unwrap();
+        assert_eq!(reserved.len(), 2);
+        reserved.push(single.join().unwrap());
+        check(world, reserved, &alive, &stale, 3, 2);
+    });
+}
+
+#[test]
+fn two_batches_race_past_the_end_of_the_free_list() {
+    loom::model(|| {
+        // One free slot, two batches of two: three of the four ids are fresh indices.
+        let (world, alive, stale) = populated(1, 1);
+        let world = Arc::new(world);
+        let other = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entities(2).collect::<Vec<_>>())
+        };
+        let mut reserved: Vec<_> = world.reserve_entities(2).collect();
+        reserved.extend(other.join().unwrap());
+        check(world, reserved, &alive, &stale, 2, 1);
+    });
+}
+
+#[test]
+fn reservations_after_a_flush_start_from_the_new_state() {
+    loom::model(|| {
+        // Reserve concurrently, flush, despawn one of the new entities, reserve again: the
+        // cursor reset by the flush must hand out the newly freed slot, not an old claim.
+        let (world, alive, stale) = populated(1, 1);
+        let world = Arc::new(world);
+        let other = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entity())
+        };
+        let first = world.reserve_entity();
+        let second = other.join().unwrap();
+        let mut world = Arc::try_unwrap(world).expect("every thread has joined");
+        world.flush();
+        world.despawn(first).expect("flushed reservation despawns");
+
+        let world = Arc::new(world);
+        let other = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || world.reserve_entity())
+        };
+        let third = world.reserve_entity();
+        let fourth = other.join().unwrap();
+        let reserved = [third, fourth];
+        assert!(
+            reserved
+                .iter()
+                .any(|e| e.index() == first.index() && e.generation() == first.generation() + 1),
+            "the freed slot is reused with a bumped generation: {reserved:?}"
+        );
+        let mut alive = alive;
+        alive.push(second);
+        let mut stale = stale;
+        stale.push(first);
+        check(world, reserved.to_vec(), &alive, &stale, 3, 1);
+    });
+}
