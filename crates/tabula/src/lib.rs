@@ -21,6 +21,11 @@ pub use tabula_core as core;
 pub use tabula_core::*;
 pub use tabula_schedule as schedule;
 
+/// The README, compiled so that its example runs as a doctest and cannot drift from the code.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
     pub use tabula_core::{Bundle, Component, Entity, EntityError, Mut, World};
