@@ -174,6 +174,16 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks
     }
 
+    /// The tick of this state's last run.
+    pub fn last_run(&self) -> Tick {
+        self.last_run
+    }
+
+    /// Sets the tick of the last run (schedulers keep it per system).
+    pub fn set_last_run(&mut self, tick: Tick) {
+        self.last_run = tick;
+    }
+
     /// Ticks for a lookup that is not a run (`get`, `single`): changes since the last run.
     fn peek_ticks(&mut self, world: &World) -> RunTicks {
         self.update_archetypes(world);
@@ -241,20 +251,37 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// let sum: f32 = world.query::<&f32>().iter(&world).sum();
     /// assert_eq!(sum, 90.0);
     /// ```
-    pub fn for_each_chunk(&mut self, world: &mut World, mut f: impl FnMut(D::Chunk<'_>))
+    pub fn for_each_chunk(&mut self, world: &mut World, f: impl FnMut(D::Chunk<'_>))
     where
         F: ArchetypeFilter,
     {
         let ticks = self.begin_run(world);
-        let archetypes = &world.archetypes.archetypes;
+        // SAFETY: `&mut World` is exclusive, and the access was checked at build time.
+        unsafe { self.for_each_chunk_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
+    }
+
+    /// [`for_each_chunk`](Self::for_each_chunk) through an [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`iter_unchecked`](Self::iter_unchecked).
+    pub unsafe fn for_each_chunk_unchecked(
+        &self,
+        world: UnsafeWorldCell<'_>,
+        ticks: RunTicks,
+        mut f: impl FnMut(D::Chunk<'_>),
+    ) where
+        F: ArchetypeFilter,
+    {
+        // SAFETY: only the archetype list (structure) is read through this reference.
+        let archetypes = &unsafe { world.world() }.archetypes.archetypes;
         for matched in &self.matched {
             let archetype = &archetypes[matched.archetype.index()];
             let len = archetype.len();
             if len == 0 {
                 continue;
             }
-            // SAFETY: `&mut World` is exclusive, the access was checked at build time, and
-            // each archetype's chunk is handed out once.
+            // SAFETY: the caller holds the query's access, and each archetype's chunk is
+            // handed out once.
             unsafe {
                 let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
                 f(D::fetch_chunk(&mut fetch, len));
@@ -268,16 +295,32 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         D: ReadOnlyQueryData,
     {
         let ticks = self.peek_ticks(world);
-        let location = self.locate(world, entity, ticks)?;
         // SAFETY: read-only `D` under `&World`.
-        Ok(unsafe { self.fetch_at(world, location, ticks) })
+        unsafe { self.get_unchecked(UnsafeWorldCell::new_readonly(world), entity, ticks) }
     }
 
     /// The item of one entity, with mutable access.
     pub fn get_mut<'w>(&mut self, world: &'w mut World, entity: Entity) -> Result<D::Item<'w>, QueryError> {
         let ticks = self.peek_ticks(world);
-        let location = self.locate(world, entity, ticks)?;
         // SAFETY: `&mut World` is exclusive; one item is handed out.
+        unsafe { self.get_unchecked(UnsafeWorldCell::new_mutable(world), entity, ticks) }
+    }
+
+    /// The item of one entity through an [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`iter_unchecked`](Self::iter_unchecked); for a mutable `D`, no other item of
+    /// this entity from this query is live.
+    pub unsafe fn get_unchecked<'w>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> Result<D::Item<'w>, QueryError> {
+        // SAFETY: structure only; the caller's contract covers the fetched data.
+        let world = unsafe { world.world() };
+        let location = self.locate(world, entity, ticks)?;
+        // SAFETY: forwarded contract.
         Ok(unsafe { self.fetch_at(world, location, ticks) })
     }
 
@@ -299,19 +342,34 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         world: &'w mut World,
         entities: [Entity; N],
     ) -> Result<[D::Item<'w>; N], QueryError> {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: `&mut World` is exclusive for `'w`.
+        unsafe { self.get_many_unchecked(UnsafeWorldCell::new_mutable(world), entities, ticks) }
+    }
+
+    /// [`get_many_mut`](Self::get_many_mut) through an [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`iter_unchecked`](Self::iter_unchecked); no other item from this query is live.
+    pub unsafe fn get_many_unchecked<'w, const N: usize>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entities: [Entity; N],
+        ticks: RunTicks,
+    ) -> Result<[D::Item<'w>; N], QueryError> {
         for (i, entity) in entities.iter().enumerate() {
             if entities[..i].contains(entity) {
                 return Err(QueryError::AliasedMutability(*entity));
             }
         }
-        let ticks = self.peek_ticks(world);
+        // SAFETY: structure only; the caller's contract covers the fetched data.
+        let world = unsafe { world.world() };
         let mut locations = [EntityLocation::NOWHERE; N];
         for (location, &entity) in locations.iter_mut().zip(&entities) {
             *location = self.locate(world, entity, ticks)?;
         }
-        let world: &World = world;
-        // SAFETY: `&mut World` is exclusive, and the entities (so the rows) are distinct, so
-        // the items never alias.
+        // SAFETY: the caller holds the access, and the entities (so the rows) are distinct,
+        // so the items never alias.
         Ok(locations.map(|location| unsafe { self.fetch_at(world, location, ticks) }))
     }
 
@@ -322,18 +380,36 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     {
         let ticks = self.peek_ticks(world);
         // SAFETY: read-only `D` under `&World`.
-        let mut iter = unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) };
-        Self::only(iter.next(), iter.next().is_some())
+        unsafe { self.single_unchecked(UnsafeWorldCell::new_readonly(world), ticks) }
     }
 
     /// The only matching item, mutably; an error when there are none or several.
     pub fn single_mut<'w>(&mut self, world: &'w mut World) -> Result<D::Item<'w>, QueryError> {
         let ticks = self.peek_ticks(world);
-        // SAFETY: `&mut World` is exclusive; at most one item is kept.
-        let mut iter = unsafe { QueryIter::new(self, UnsafeWorldCell::new_mutable(world), ticks) };
+        // SAFETY: `&mut World` is exclusive for `'w`.
+        unsafe { self.single_unchecked(UnsafeWorldCell::new_mutable(world), ticks) }
+    }
+
+    /// The only matching item through an [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`get_unchecked`](Self::get_unchecked).
+    pub unsafe fn single_unchecked<'w>(&self, world: UnsafeWorldCell<'w>, ticks: RunTicks) -> Result<D::Item<'w>, QueryError> {
+        // SAFETY: forwarded contract; at most one item is kept.
+        let mut iter = unsafe { QueryIter::new(self, world, ticks) };
         let first = iter.next();
         let more = iter.matches_more();
         Self::only(first, more)
+    }
+
+    /// How many entities match, through an [`UnsafeWorldCell`] (filters only; no item is
+    /// fetched).
+    ///
+    /// # Safety
+    /// The caller holds at least read access to what the filter reads.
+    pub unsafe fn count_unchecked(&self, world: UnsafeWorldCell<'_>, ticks: RunTicks) -> usize {
+        // SAFETY: forwarded contract; no item is fetched.
+        unsafe { QueryIter::new(self, world, ticks) }.count_matches()
     }
 
     fn only<T>(first: Option<T>, more: bool) -> Result<T, QueryError> {
@@ -351,8 +427,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// How many entities match now.
     pub fn count(&mut self, world: &World) -> usize {
         let ticks = self.peek_ticks(world);
-        // SAFETY: only filters are evaluated; no item is fetched.
-        unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }.count_matches()
+        // SAFETY: only filters are evaluated, under `&World`.
+        unsafe { self.count_unchecked(UnsafeWorldCell::new_readonly(world), ticks) }
     }
 
     /// True when no entity matches now.
