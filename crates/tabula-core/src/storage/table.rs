@@ -51,14 +51,24 @@ impl Table {
     }
 
     /// Makes room for `additional` more rows; amortised doubling.
+    ///
+    /// Every spawn and move calls this, so the check is inlined and the growth is not.
+    #[inline]
     pub(crate) fn reserve(&mut self, additional: usize) {
+        // `len <= capacity` (table invariant), so the subtraction cannot underflow.
+        if additional > self.capacity - self.len() {
+            self.grow(additional);
+        }
+    }
+
+    /// The slow half of [`reserve`](Self::reserve): reallocates every column.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) {
         let needed = self
             .len()
             .checked_add(additional)
             .expect("table capacity overflow");
-        if needed <= self.capacity {
-            return;
-        }
         let new_cap = needed.max(self.capacity * 2).max(4);
         for column in self.columns.iter_mut() {
             // SAFETY: `self.capacity` is each column's current capacity (table invariant) and
