@@ -1,6 +1,75 @@
 //! # tabula-schedule: systems and the parallel scheduler
 //!
-//! This crate will hold the `System` trait, system parameters, the schedule graph and the
-//! executors. It depends on `tabula-core` only through the access systems declare.
+//! Systems are plain functions. Each parameter declares what it reads and writes
+//! ([`SystemParam`]); the [`Schedule`] builds a dependency graph from those declarations
+//! plus explicit ordering, and runs systems that do not conflict at the same time.
 //!
-//! For now it re-exports nothing of its own; see the tabula issue tracker for the plan.
+//! ## How a run flows
+//!
+//! 1. **Build** (once, and again after systems are added): initialise each system's
+//!    parameters against the world (a system whose own parameters would alias panics here,
+//!    naming both), resolve sets, add explicit edges, insert sync points after
+//!    command-recording systems that an ordering edge leaves, order every conflicting pair as
+//!    added, and reduce the graph ([`graph`]).
+//! 2. **Execute**: the parallel executor keeps an atomic counter of unfinished dependencies
+//!    per node; whoever finishes a node releases its dependents, running cheap ones inline
+//!    and handing expensive ones to rayon. Exclusive systems and sync points run alone
+//!    because they conflict with everything.
+//! 3. **Finish**: command buffers still pending are applied in the order the systems were
+//!    added; events age by one run.
+//!
+//! Because every two conflicting systems are ordered the same way on every run, the world
+//! after a run is the same with one thread or many.
+//!
+//! ```
+//! use tabula_core::World;
+//! use tabula_schedule::prelude::*;
+//!
+//! struct Position(f32);
+//! struct Velocity(f32);
+//!
+//! fn movement(mut q: Query<(&mut Position, &Velocity)>) {
+//!     q.for_each(|(mut p, v)| p.0 += v.0);
+//! }
+//!
+//! let mut world = World::new();
+//! world.spawn((Position(0.0), Velocity(1.5)));
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems(movement);
+//! schedule.run(&mut world);
+//! let mut q = world.query::<&Position>();
+//! assert_eq!(q.single(&world).unwrap().0, 1.5);
+//! ```
+
+mod access;
+mod config;
+pub mod executor;
+pub mod graph;
+mod hooks;
+mod param;
+mod schedule;
+mod set;
+mod sync;
+mod system;
+mod trace;
+
+pub use access::SystemAccess;
+pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
+pub use executor::ExecutorKind;
+pub use graph::ScheduleBuildError;
+pub use param::{Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam, SystemParamItem};
+pub use schedule::Schedule;
+pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
+pub use system::{
+    BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, IntoSystem, System,
+    SystemParamFunction, apply_deferred,
+};
+pub use trace::{Trace, TraceEvent};
+
+/// The names system code uses every day.
+pub mod prelude {
+    pub use crate::{
+        CoreSet, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local, Query, Res, ResMut, Schedule,
+        SystemSet, apply_deferred,
+    };
+}

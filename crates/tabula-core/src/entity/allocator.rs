@@ -93,16 +93,19 @@ impl Entities {
     }
 
     /// True when reservations were made since the last flush.
+    #[inline]
     pub fn needs_flush(&mut self) -> bool {
         self.cursor() != self.pending.len() as i64
     }
 
     /// The cursor on the `&mut` path: exclusive access means no reservation can race, so a
     /// relaxed load is exact.
+    #[inline]
     fn cursor(&mut self) -> i64 {
         self.free_cursor.load(Ordering::Relaxed)
     }
 
+    #[inline]
     fn set_cursor(&mut self, cursor: i64) {
         self.free_cursor.store(cursor, Ordering::Relaxed);
     }
@@ -134,7 +137,14 @@ impl Entities {
         self.set_cursor(first_claimed as i64);
     }
 
+    /// Makes room for `additional` more allocations without growing the slot table in
+    /// between; freed slots waiting for reuse count towards it.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.meta.reserve(additional.saturating_sub(self.pending.len()));
+    }
+
     /// Allocates one id on the `&mut` path. Reservations must have been flushed first.
+    #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
         debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
         self.live += 1;

@@ -32,6 +32,7 @@ where
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
         world.archetypes.archetypes[target.index()].table.reserve(lower);
+        world.entities.reserve(lower);
         Self { world, source, edge }
     }
 }

@@ -1,0 +1,141 @@
+//! Executors: run a built schedule's nodes in dependency order.
+//!
+//! * [`single`](single::run) walks the deterministic order on the calling thread.
+//! * [`parallel`](parallel::run) runs on rayon: per-node atomic dependency counters
+//!   ([`protocol`]), cheap nodes inline on the thread that released them, expensive ones as
+//!   rayon tasks.
+//!
+//! Both give the same results, because the graph orders every two conflicting systems.
+
+pub(crate) mod parallel;
+pub mod protocol;
+pub(crate) mod single;
+
+use std::time::Instant;
+
+use tabula_core::{UnsafeWorldCell, World};
+
+use crate::access::SystemAccess;
+use crate::config::BoxedCondition;
+use crate::system::BoxedSystem;
+use crate::trace::{TraceEvent, thread_id};
+
+/// Which executor a schedule uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutorKind {
+    /// Everything on the calling thread, in the schedule's order.
+    SingleThreaded,
+    /// Non-conflicting systems at the same time, on rayon's pool.
+    #[default]
+    Parallel,
+}
+
+/// Systems whose measured cost is below this run inline instead of as a rayon task: a
+/// thread hop costs more than they do.
+const INLINE_BELOW_NS: u64 = 4_000;
+/// Costs are re-measured on every run until this many samples exist, then every
+/// `SAMPLE_EVERY` runs, so that timing does not dominate tiny systems.
+const WARM_SAMPLES: u32 = 4;
+const SAMPLE_EVERY: u32 = 32;
+
+/// One added system with everything the executors need.
+pub(crate) struct SystemSlot {
+    pub(crate) system: BoxedSystem,
+    pub(crate) conditions: Vec<BoxedCondition>,
+    /// The system's access plus its conditions'.
+    pub(crate) access: SystemAccess,
+    pub(crate) is_apply_deferred: bool,
+    cost_ns: u64,
+    runs: u32,
+    samples: u32,
+    pub(crate) trace: Option<TraceEvent>,
+}
+
+impl SystemSlot {
+    pub(crate) fn new(system: BoxedSystem, conditions: Vec<BoxedCondition>, access: SystemAccess) -> Self {
+        let is_apply_deferred = system.function_type() == crate::system::apply_deferred_type();
+        Self {
+            system,
+            conditions,
+            access,
+            is_apply_deferred,
+            cost_ns: u64::MAX,
+            runs: 0,
+            samples: 0,
+            trace: None,
+        }
+    }
+
+    /// True when running the system costs less than handing it to another thread.
+    #[inline]
+    pub(crate) fn is_cheap(&self) -> bool {
+        self.cost_ns < INLINE_BELOW_NS
+    }
+}
+
+/// What a node of the built graph is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Node {
+    /// A system, by slot index.
+    System(usize),
+    /// A sync point: applies the pending commands of every system that ran before it.
+    Sync,
+}
+
+/// Per-run settings shared by the executors.
+#[derive(Clone, Copy)]
+pub(crate) struct RunContext {
+    pub(crate) trace_start: Option<Instant>,
+}
+
+/// Runs one system node (its conditions, then the system).
+///
+/// # Safety
+/// The caller holds the slot's declared access for the call (for an exclusive slot: the
+/// whole world, through a mutable cell), and the slot was initialised with this world.
+pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
+    let sample =
+        ctx.trace_start.is_some() || slot.samples < WARM_SAMPLES || slot.runs.is_multiple_of(SAMPLE_EVERY);
+    slot.runs = slot.runs.wrapping_add(1);
+    let start = sample.then(Instant::now);
+    // SAFETY: structure only, to catch up with new archetypes; the caller's access covers it.
+    let structure = unsafe { world.world() };
+    let mut allowed = true;
+    for condition in &mut slot.conditions {
+        condition.update_archetypes(structure);
+        // SAFETY: conditions are read-only and their access is part of the slot's.
+        allowed &= unsafe { condition.run_unsafe(world) };
+    }
+    if allowed {
+        slot.system.update_archetypes(structure);
+        // SAFETY: forwarded contract.
+        unsafe { slot.system.run_unsafe(world) };
+    }
+    if let Some(start) = start {
+        let elapsed = start.elapsed();
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        slot.cost_ns = if slot.samples == 0 {
+            ns
+        } else {
+            (slot.cost_ns / 4) * 3 + ns / 4
+        };
+        slot.samples = slot.samples.saturating_add(1);
+        if let Some(run_start) = ctx.trace_start {
+            slot.trace = Some(TraceEvent {
+                name: slot.system.name().to_string(),
+                thread: thread_id(),
+                start_us: (start - run_start).as_secs_f64() * 1e6,
+                duration_us: elapsed.as_secs_f64() * 1e6,
+            });
+        }
+    }
+}
+
+/// Applies every pending command buffer, in the order the systems were added.
+pub(crate) fn apply_pending(slots: &mut [SystemSlot], world: &mut World, errors: &mut Vec<String>) {
+    for slot in slots.iter_mut() {
+        if slot.system.has_deferred() {
+            slot.system.apply_deferred(world, errors);
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The single-threaded executor: the schedule's order, on the calling thread.
+
+use tabula_core::{UnsafeWorldCell, World};
+
+use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
+use crate::graph::Built;
+
+/// Runs every node in `built.order`.
+pub(crate) fn run(
+    slots: &mut [SystemSlot],
+    nodes: &[Node],
+    built: &Built,
+    world: &mut World,
+    ctx: RunContext,
+    errors: &mut Vec<String>,
+) {
+    for &node in &built.order {
+        match nodes[node] {
+            Node::System(index) if slots[index].is_apply_deferred => apply_pending(slots, world, errors),
+            Node::System(index) => {
+                // SAFETY: `&mut World` grants every access, and the schedule initialised the
+                // slot with this world.
+                unsafe { run_system(&mut slots[index], UnsafeWorldCell::new_mutable(world), ctx) }
+            }
+            Node::Sync => apply_pending(slots, world, errors),
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Building the dependency graph of a schedule.
+//!
+//! 1. **Explicit edges** come from `before` / `after` / `chain` / set ordering. A cycle among
+//!    them is a [`ScheduleBuildError`] naming the systems on it.
+//! 2. **Order**: a topological order of the explicit edges that otherwise keeps the order the
+//!    systems were added (Kahn's algorithm always taking the earliest-added ready node).
+//! 3. **Conflict edges**: every two systems whose accesses conflict are ordered along that one
+//!    order. Orienting every edge along a single topological order can never close a cycle,
+//!    and it means two conflicting systems always run in the same order — the outcome of a
+//!    run never depends on thread timing.
+//! 4. **Transitive reduction** drops edges implied by others, so the executor decrements as
+//!    few counters as possible and the DOT output stays readable.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+
+use crate::access::SystemAccess;
+use crate::executor::protocol::Dependencies;
+
+/// Why a schedule could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleBuildError {
+    /// The explicit ordering has a cycle; the systems on it, in order.
+    Cycle(Vec<String>),
+}
+
+impl fmt::Display for ScheduleBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cycle(names) => write!(
+                f,
+                "the schedule's ordering has a cycle: {} -> {} (each must run before the next); remove one \
+                 of these `before`/`after`/`chain` constraints",
+                names.join(" -> "),
+                names[0]
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleBuildError {}
+
+/// Why an edge exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// Asked for with `before` / `after` / `chain` / sets.
+    Explicit,
+    /// Added because the two conflict, in the order they were added.
+    Conflict,
+}
+
+/// A built graph: the order, the reduced edges and the executor's dependency counts.
+#[derive(Clone, Debug, Default)]
+pub struct Built {
+    /// The deterministic topological order (node indices).
+    pub order: Vec<usize>,
+    /// Each node's position in `order`.
+    pub position: Vec<usize>,
+    /// Reduced edges `(from, to, kind)`.
+    pub edges: Vec<(usize, usize, EdgeKind)>,
+    /// Dependency counts and dependents, from the reduced edges.
+    pub deps: Dependencies,
+    /// Longest-path depth of each node: nodes of one depth have no path between them.
+    pub level: Vec<usize>,
+}
+
+/// A fixed-size bitset over node indices.
+#[derive(Clone)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        Self(vec![0; n.div_ceil(64)])
+    }
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+    fn union(&mut self, other: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
+    }
+}
+
+/// Builds the graph of `n` nodes, given in the order they were added.
+pub fn build(
+    names: &[String],
+    access: &[&SystemAccess],
+    explicit: &[(usize, usize)],
+) -> Result<Built, ScheduleBuildError> {
+    let n = names.len();
+    let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &(from, to) in explicit {
+        if from == to {
+            return Err(ScheduleBuildError::Cycle(vec![names[from].clone()]));
+        }
+        successors[from].push(to);
+    }
+    for list in &mut successors {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let order = topological_order(&successors).map_err(|stuck| cycle(names, &successors, &stuck))?;
+    let mut position = vec![0; n];
+    for (pos, &node) in order.iter().enumerate() {
+        position[node] = pos;
+    }
+
+    // Conflict edges, oriented along `order`.
+    let mut kinds: Vec<Vec<(usize, EdgeKind)>> = successors
+        .iter()
+        .map(|s| s.iter().map(|&to| (to, EdgeKind::Explicit)).collect())
+        .collect();
+    for (i, &a) in order.iter().enumerate() {
+        for &b in &order[i + 1..] {
+            if access[a].conflicts_with(access[b]) && !kinds[a].iter().any(|&(to, _)| to == b) {
+                kinds[a].push((b, EdgeKind::Conflict));
+            }
+        }
+    }
+
+    // Transitive reduction, in reverse topological order.
+    let mut reach: Vec<Bits> = vec![Bits::new(n); n];
+    let mut edges = Vec::new();
+    for &node in order.iter().rev() {
+        let mut out = std::mem::take(&mut kinds[node]);
+        out.sort_unstable_by_key(|&(to, _)| position[to]);
+        let mut reached = Bits::new(n);
+        for (to, kind) in out {
+            if reached.get(to) {
+                continue;
+            }
+            reached.set(to);
+            reached.union(&reach[to]);
+            edges.push((node, to, kind));
+        }
+        reach[node] = reached;
+    }
+    edges.sort_unstable_by_key(|&(from, to, _)| (position[from], position[to]));
+
+    let mut deps = Dependencies {
+        dependency_counts: vec![0; n],
+        dependents: vec![Vec::new(); n],
+    };
+    let mut level = vec![0; n];
+    for &(from, to, _) in &edges {
+        deps.dependents[from].push(to);
+        deps.dependency_counts[to] += 1;
+    }
+    for &node in &order {
+        for &to in &deps.dependents[node] {
+            level[to] = level[to].max(level[node] + 1);
+        }
+    }
+    Ok(Built {
+        order,
+        position,
+        edges,
+        deps,
+        level,
+    })
+}
+
+/// Kahn's algorithm, always taking the earliest-added ready node; `Err` holds the nodes that
+/// could never become ready (they sit on or behind a cycle).
+fn topological_order(successors: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+    let n = successors.len();
+    let mut incoming = vec![0usize; n];
+    for list in successors {
+        for &to in list {
+            incoming[to] += 1;
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..n).filter(|&i| incoming[i] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(node)) = ready.pop() {
+        order.push(node);
+        for &to in &successors[node] {
+            incoming[to] -= 1;
+            if incoming[to] == 0 {
+                ready.push(Reverse(to));
+            }
+        }
+    }
+    if order.len() == n {
+        Ok(order)
+    } else {
+        Err((0..n).filter(|&i| incoming[i] > 0).collect())
+    }
+}
+
+/// Finds one cycle among the stuck nodes and names it.
+fn cycle(names: &[String], successors: &[Vec<usize>], stuck: &[usize]) -> ScheduleBuildError {
+    let in_stuck = |i: usize| stuck.contains(&i);
+    // Walk from a stuck node along stuck successors until a node repeats.
+    let mut path = vec![stuck[0]];
+    loop {
+        let last = *path.last().expect("path is never empty");
+        let next = successors[last]
+            .iter()
+            .copied()
+            .find(|&s| in_stuck(s))
+            .expect("every stuck node has a stuck successor");
+        if let Some(start) = path.iter().position(|&p| p == next) {
+            return ScheduleBuildError::Cycle(path[start..].iter().map(|&i| names[i].clone()).collect());
+        }
+        path.push(next);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use tabula_core::{Access, ComponentId};
+
+    fn writes(id: usize) -> SystemAccess {
+        let mut access = Access::default();
+        access.add_write(ComponentId::from_index(id)).unwrap();
+        let mut system = SystemAccess::default();
+        system.add_param("Query".into(), access).unwrap();
+        system
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("s{i}")).collect()
+    }
+
+    #[test]
+    fn conflicting_systems_are_ordered_as_added_and_reduced() {
+        let a = [writes(1), writes(1), writes(1), writes(2)];
+        let access: Vec<_> = a.iter().collect();
+        let built = build(&names(4), &access, &[]).unwrap();
+        assert_eq!(built.order, vec![0, 1, 2, 3]);
+        // 0 -> 1 -> 2 (0 -> 2 is implied and reduced away); 3 is independent.
+        let edges: Vec<_> = built.edges.iter().map(|&(f, t, _)| (f, t)).collect();
+        assert_eq!(edges, vec![(0, 1), (1, 2)]);
+        assert_eq!(built.level, vec![0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn explicit_edges_win_over_insertion_order() {
+        let a = [writes(1), writes(1)];
+        let access: Vec<_> = a.iter().collect();
+        let built = build(&names(2), &access, &[(1, 0)]).unwrap();
+        assert_eq!(built.order, vec![1, 0]);
+        assert_eq!(built.edges, vec![(1, 0, EdgeKind::Explicit)]);
+    }
+
+    #[test]
+    fn cycles_name_their_systems() {
+        let a = [
+            SystemAccess::default(),
+            SystemAccess::default(),
+            SystemAccess::default(),
+        ];
+        let access: Vec<_> = a.iter().collect();
+        let err = build(&names(3), &access, &[(0, 1), (1, 2), (2, 1)]).unwrap_err();
+        assert_eq!(err, ScheduleBuildError::Cycle(vec!["s1".into(), "s2".into()]));
+        assert!(err.to_string().contains("s1 -> s2 -> s1"));
+    }
+}

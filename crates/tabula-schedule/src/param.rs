@@ -1,0 +1,526 @@
+//! System parameters: what a system function asks for, and how it is fetched each run.
+//!
+//! A [`SystemParam`] is initialised once (`init_state`: register types, declare access) and
+//! fetched every run (`get_param`) from an [`UnsafeWorldCell`]. The access each parameter
+//! declares is checked against the system's other parameters when the system is
+//! initialised, and against other systems when the schedule is built, so fetching never
+//! aliases.
+
+use std::any::type_name;
+use std::borrow::Cow;
+use std::ops::{Deref, DerefMut};
+
+use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
+use tabula_core::{Access, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World};
+
+use crate::access::SystemAccess;
+
+pub use tabula_core::query::RunTicks;
+
+/// What a system knows about itself while its parameters are set up and fetched.
+#[derive(Debug, Clone)]
+pub struct SystemMeta {
+    name: Cow<'static, str>,
+    access: SystemAccess,
+    last_run: Tick,
+}
+
+impl SystemMeta {
+    pub(crate) fn new(name: Cow<'static, str>) -> Self {
+        Self {
+            name,
+            access: SystemAccess::default(),
+            last_run: Tick::new(0),
+        }
+    }
+
+    /// The system's name (its function's path).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The access declared so far.
+    pub fn access(&self) -> &SystemAccess {
+        &self.access
+    }
+
+    /// Declares that the system records deferred work (commands), so the schedule places
+    /// a sync point after it where an ordering edge leaves it.
+    pub fn set_deferred(&mut self) {
+        self.access.set_deferred();
+    }
+
+    pub(crate) fn last_run(&self) -> Tick {
+        self.last_run
+    }
+
+    pub(crate) fn set_last_run(&mut self, tick: Tick) {
+        self.last_run = tick;
+    }
+
+    /// Declares a parameter's access.
+    ///
+    /// # Panics
+    /// When it aliases an earlier parameter of the same system; the message names the
+    /// system, both parameters and the component, and says how to fix it.
+    pub fn add_param_access(&mut self, world: &World, param: &str, access: Access) {
+        if let Err((other, ids)) = self.access.add_param(param.to_string(), access) {
+            let names: Vec<&str> = ids.iter().map(|&id| world.components().info(id).name()).collect();
+            panic!(
+                "system `{}`: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
+                 writes what the other reads or writes. Add a `Without<..>` filter to one query so they \
+                 cannot match the same entity, or merge them into one parameter.",
+                self.name,
+                names.join("`, `"),
+            );
+        }
+    }
+
+    /// Declares that the system reads the whole world (`&World`).
+    ///
+    /// # Panics
+    /// When an earlier parameter writes anything.
+    pub fn add_reads_all(&mut self, param: &str) {
+        if let Some((other, _)) = self.access.params().iter().find(|(_, a)| !a.writes().is_empty()) {
+            panic!(
+                "system `{}`: parameter `{param}` reads the whole world, but parameter `{other}` writes part \
+                 of it. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
+                self.name
+            );
+        }
+        self.access.set_reads_all();
+    }
+}
+
+/// A parameter of a system function.
+///
+/// # Safety
+/// `init_state` must declare (through `meta`) every access `get_param` makes, and
+/// `get_param` must make no other.
+pub unsafe trait SystemParam: Sized {
+    /// Built once per system; lives as long as the system.
+    type State: Send + Sync + 'static;
+    /// The value passed to the function for one run.
+    type Item<'w, 's>: SystemParam<State = Self::State>;
+
+    /// Registers types and declares access.
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> Self::State;
+
+    /// Catches up with archetypes created since the last run (queries).
+    fn update_archetypes(_state: &mut Self::State, _world: &World) {}
+
+    /// True when the parameter recorded work to apply at a sync point (commands).
+    fn has_deferred(_state: &Self::State) -> bool {
+        false
+    }
+
+    /// Applies recorded work (commands) to the world.
+    fn apply_deferred(_state: &mut Self::State, _world: &mut World, _errors: &mut Vec<String>) {}
+
+    /// Drops recorded work without applying it.
+    fn discard_deferred(_state: &mut Self::State) {}
+
+    /// Fetches the parameter for one run.
+    ///
+    /// # Safety
+    /// The caller holds the access declared in `init_state` for `'w`, and `world` is the
+    /// world the state was built with, with archetypes updated.
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut Self::State,
+        meta: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Self::Item<'w, 's>;
+}
+
+/// The item type of a parameter: what the system function receives.
+pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
+
+// ---------------------------------------------------------------------------------------
+// Query
+
+/// A query as a system parameter: iterate, look up or count the entities that match `D`
+/// and `F`, with the system's change ticks.
+pub struct Query<'w, 's, D: QueryData, F: QueryFilter = ()> {
+    world: UnsafeWorldCell<'w>,
+    state: &'s QueryState<D, F>,
+    ticks: RunTicks,
+}
+
+// SAFETY: declares the query's access; `get_param` only hands out the query, whose methods
+// stay within that access.
+unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Query<'_, '_, D, F> {
+    type State = QueryState<D, F>;
+    type Item<'w, 's> = Query<'w, 's, D, F>;
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> QueryState<D, F> {
+        let state = QueryState::try_new(world)
+            .unwrap_or_else(|conflict| panic!("system `{}`: {conflict}", meta.name()));
+        meta.add_param_access(world, type_name::<Self>(), state.access().clone());
+        state
+    }
+
+    fn update_archetypes(state: &mut QueryState<D, F>, world: &World) {
+        state.update_archetypes(world);
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut QueryState<D, F>,
+        _: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        Query { world, state, ticks }
+    }
+}
+
+impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
+    /// Iterates the matching items through shared access.
+    pub fn iter(&self) -> QueryIter<'w, 's, D, F>
+    where
+        D: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only items; the system holds the query's access.
+        unsafe { self.state.iter_unchecked(self.world, self.ticks) }
+    }
+
+    /// Iterates the matching items with mutable access.
+    pub fn iter_mut(&mut self) -> QueryIter<'_, 's, D, F> {
+        // SAFETY: `&mut self` makes this the only live iteration of this query; the system
+        // holds the query's access.
+        unsafe { self.state.iter_unchecked(self.world, self.ticks) }
+    }
+
+    /// Calls `f` on every matching item.
+    pub fn for_each(&mut self, f: impl FnMut(D::Item<'_>)) {
+        self.iter_mut().for_each(f);
+    }
+
+    /// Calls `f` once per matching archetype with whole columns; see
+    /// [`QueryState::for_each_chunk`].
+    pub fn for_each_chunk(&mut self, f: impl FnMut(D::Chunk<'_>))
+    where
+        F: ArchetypeFilter,
+    {
+        // SAFETY: `&mut self`; the system holds the query's access.
+        unsafe { self.state.for_each_chunk_unchecked(self.world, self.ticks, f) }
+    }
+
+    /// Calls `f` on every matching item, across rayon's threads.
+    pub fn par_for_each(&mut self, f: impl Fn(D::Item<'_>) + Send + Sync) {
+        // SAFETY: `&mut self`; the system holds the query's access.
+        unsafe { self.state.par_for_each_unchecked(self.world, self.ticks, f) }
+    }
+
+    /// The item of one entity, shared.
+    pub fn get(&self, entity: Entity) -> Result<D::Item<'w>, QueryError>
+    where
+        D: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only; the system holds the query's access.
+        unsafe { self.state.get_unchecked(self.world, entity, self.ticks) }
+    }
+
+    /// The item of one entity, mutably.
+    pub fn get_mut(&mut self, entity: Entity) -> Result<D::Item<'_>, QueryError> {
+        // SAFETY: `&mut self` keeps this the only live item of this query.
+        unsafe { self.state.get_unchecked(self.world, entity, self.ticks) }
+    }
+
+    /// The items of several distinct entities, mutably.
+    pub fn get_many_mut<const N: usize>(
+        &mut self,
+        entities: [Entity; N],
+    ) -> Result<[D::Item<'_>; N], QueryError> {
+        // SAFETY: `&mut self`; distinctness is checked inside.
+        unsafe { self.state.get_many_unchecked(self.world, entities, self.ticks) }
+    }
+
+    /// The only matching item, shared.
+    pub fn single(&self) -> Result<D::Item<'w>, QueryError>
+    where
+        D: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only; the system holds the query's access.
+        unsafe { self.state.single_unchecked(self.world, self.ticks) }
+    }
+
+    /// The only matching item, mutably.
+    pub fn single_mut(&mut self) -> Result<D::Item<'_>, QueryError> {
+        // SAFETY: `&mut self` keeps this the only live item of this query.
+        unsafe { self.state.single_unchecked(self.world, self.ticks) }
+    }
+
+    /// How many entities match.
+    pub fn count(&self) -> usize {
+        // SAFETY: filters only; the system holds at least read access to them.
+        unsafe { self.state.count_unchecked(self.world, self.ticks) }
+    }
+
+    /// True when no entity matches.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Resources
+
+#[cold]
+fn missing_resource<R>(meta: &SystemMeta) -> ! {
+    panic!(
+        "system `{}` needs resource `{}`, which does not exist. Insert it with `World::insert_resource` \
+         before running the schedule, or take `Option<Res<..>>` if it is optional.",
+        meta.name(),
+        type_name::<R>()
+    )
+}
+
+fn resource_access(
+    world: &mut World,
+    id_of: impl FnOnce(&mut World) -> tabula_core::ComponentId,
+    write: bool,
+) -> Access {
+    let id = id_of(world);
+    let mut access = Access::default();
+    let result = if write {
+        access.add_write(id)
+    } else {
+        access.add_read(id)
+    };
+    result.expect("a fresh access cannot conflict");
+    access
+}
+
+/// Shared access to resource `R`.
+pub struct Res<'w, R: Component> {
+    value: &'w R,
+}
+
+impl<R: Component> Deref for Res<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+impl<'w, R: Component> Res<'w, R> {
+    /// The plain reference, for the whole run.
+    pub fn into_inner(self) -> &'w R {
+        self.value
+    }
+}
+
+/// Exclusive access to resource `R`.
+pub struct ResMut<'w, R: Component> {
+    value: &'w mut R,
+}
+
+impl<R: Component> Deref for ResMut<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+impl<R: Component> DerefMut for ResMut<'_, R> {
+    fn deref_mut(&mut self) -> &mut R {
+        self.value
+    }
+}
+
+impl<'w, R: Component> ResMut<'w, R> {
+    /// The plain reference, for the whole run.
+    pub fn into_inner(self) -> &'w mut R {
+        self.value
+    }
+}
+
+macro_rules! resource_param {
+    ($ty:ident, $write:expr, $fetch:ident, |$value:ident| $make:expr, |$opt:ident| $make_opt:expr) => {
+        // SAFETY: declares a read (or write) of `R`, and fetches exactly `R`.
+        unsafe impl<R: Component> SystemParam for $ty<'_, R> {
+            type State = ();
+            type Item<'w, 's> = $ty<'w, R>;
+
+            fn init_state(world: &mut World, meta: &mut SystemMeta) {
+                let access = resource_access(world, World::register_resource::<R>, $write);
+                meta.add_param_access(world, type_name::<Self>(), access);
+            }
+
+            unsafe fn get_param<'w, 's>(
+                _: &'s mut (),
+                meta: &SystemMeta,
+                world: UnsafeWorldCell<'w>,
+                _: RunTicks,
+            ) -> Self::Item<'w, 's> {
+                // SAFETY: the system holds the declared access to `R`.
+                match unsafe { world.$fetch::<R>() } {
+                    Some($value) => $make,
+                    None => missing_resource::<R>(meta),
+                }
+            }
+        }
+
+        // SAFETY: as above; a missing resource is `None` instead of a panic.
+        unsafe impl<R: Component> SystemParam for Option<$ty<'_, R>> {
+            type State = ();
+            type Item<'w, 's> = Option<$ty<'w, R>>;
+
+            fn init_state(world: &mut World, meta: &mut SystemMeta) {
+                let access = resource_access(world, World::register_resource::<R>, $write);
+                meta.add_param_access(world, type_name::<Self>(), access);
+            }
+
+            unsafe fn get_param<'w, 's>(
+                _: &'s mut (),
+                _: &SystemMeta,
+                world: UnsafeWorldCell<'w>,
+                _: RunTicks,
+            ) -> Self::Item<'w, 's> {
+                // SAFETY: the system holds the declared access to `R`.
+                unsafe { world.$fetch::<R>() }.map(|$opt| $make_opt)
+            }
+        }
+    };
+}
+
+resource_param!(Res, false, get_resource, |value| Res { value }, |value| Res {
+    value
+});
+resource_param!(
+    ResMut,
+    true,
+    get_resource_mut,
+    |value| ResMut { value },
+    |value| ResMut { value }
+);
+
+// ---------------------------------------------------------------------------------------
+// Local
+
+/// State private to one system, kept between its runs; starts as `T::default()`.
+pub struct Local<'s, T: Default + Send + Sync + 'static>(&'s mut T);
+
+impl<T: Default + Send + Sync + 'static> Deref for Local<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.0
+    }
+}
+
+impl<T: Default + Send + Sync + 'static> DerefMut for Local<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0
+    }
+}
+
+// SAFETY: touches only its own state, never the world.
+unsafe impl<T: Default + Send + Sync + 'static> SystemParam for Local<'_, T> {
+    type State = T;
+    type Item<'w, 's> = Local<'s, T>;
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> T {
+        T::default()
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut T,
+        _: &SystemMeta,
+        _: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        Local(state)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// &World
+
+// SAFETY: declares a read of everything; hands out `&World`, through which no component
+// value can be written.
+unsafe impl SystemParam for &World {
+    type State = ();
+    type Item<'w, 's> = &'w World;
+
+    fn init_state(_: &mut World, meta: &mut SystemMeta) {
+        meta.add_reads_all("&World");
+    }
+
+    unsafe fn get_param<'w, 's>(
+        _: &'s mut (),
+        _: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        // SAFETY: the system holds read access to everything, so nobody writes meanwhile.
+        unsafe { world.world() }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tuples
+
+macro_rules! tuple_param {
+    ($($name:ident $index:tt),*) => {
+        // SAFETY: each member declares and keeps to its own access.
+        #[allow(unused_variables, clippy::unused_unit)]
+        unsafe impl<$($name: SystemParam),*> SystemParam for ($($name,)*) {
+            type State = ($($name::State,)*);
+            type Item<'w, 's> = ($($name::Item<'w, 's>,)*);
+
+            fn init_state(world: &mut World, meta: &mut SystemMeta) -> Self::State {
+                ($($name::init_state(world, meta),)*)
+            }
+
+            fn update_archetypes(state: &mut Self::State, world: &World) {
+                $($name::update_archetypes(&mut state.$index, world);)*
+            }
+
+            fn has_deferred(state: &Self::State) -> bool {
+                false $(|| $name::has_deferred(&state.$index))*
+            }
+
+            fn apply_deferred(state: &mut Self::State, world: &mut World, errors: &mut Vec<String>) {
+                $($name::apply_deferred(&mut state.$index, world, errors);)*
+            }
+
+            fn discard_deferred(state: &mut Self::State) {
+                $($name::discard_deferred(&mut state.$index);)*
+            }
+
+            unsafe fn get_param<'w, 's>(
+                state: &'s mut Self::State,
+                meta: &SystemMeta,
+                world: UnsafeWorldCell<'w>,
+                ticks: RunTicks,
+            ) -> Self::Item<'w, 's> {
+                // SAFETY: forwarded contract, member by member (members' states are disjoint
+                // fields of the tuple).
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::get_param(&mut state.$index, meta, world, ticks),)*) }
+            }
+        }
+    };
+}
+
+tuple_param!();
+tuple_param!(A 0);
+tuple_param!(A 0, B 1);
+tuple_param!(A 0, B 1, C 2);
+tuple_param!(A 0, B 1, C 2, D 3);
+tuple_param!(A 0, B 1, C 2, D 3, E 4);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);

@@ -1,0 +1,535 @@
+//! [`Schedule`]: systems, their ordering, and how a run is carried out.
+//!
+//! Life cycle: `add_systems` / `configure_sets` record configuration (cheap). The first
+//! `run` (and the first after more systems are added) initialises new systems against the
+//! world, instantiates run conditions, resolves sets, inserts sync points and builds the
+//! graph ([`crate::graph`]). Every run then: clamps old change ticks, executes the graph,
+//! applies the command buffers still pending (in the order the systems were added), and
+//! advances the world's events.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use tabula_core::{World, WorldId};
+
+use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
+use crate::executor::protocol::RunState;
+use crate::executor::{ExecutorKind, Node, RunContext, SystemSlot, apply_pending, parallel, single};
+use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
+use crate::set::{CoreSet, FunctionSet, SetKey};
+use crate::trace::Trace;
+
+/// A system added to the schedule but not yet built into the graph.
+struct Added {
+    config_graph: Graph,
+}
+
+/// The built form: nodes, graph, and the executor's counters.
+struct BuiltSchedule {
+    nodes: Vec<Node>,
+    names: Vec<String>,
+    graph: Built,
+    state: RunState,
+}
+
+/// A set of systems with ordering, run as one unit.
+///
+/// ```
+/// use tabula_schedule::prelude::*;
+/// use tabula_core::World;
+///
+/// struct Position(f32);
+/// struct Velocity(f32);
+/// struct Steps(u32);
+///
+/// fn movement(mut q: Query<(&mut Position, &Velocity)>) {
+///     q.for_each(|(mut p, v)| p.0 += v.0);
+/// }
+/// fn count(mut steps: ResMut<Steps>) {
+///     steps.0 += 1;
+/// }
+///
+/// let mut world = World::new();
+/// world.spawn((Position(0.0), Velocity(2.0)));
+/// world.insert_resource(Steps(0));
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((movement, count.after(movement)));
+/// schedule.run(&mut world);
+/// schedule.run(&mut world);
+/// assert_eq!(world.resource::<Steps>().unwrap().0, 2);
+/// ```
+pub struct Schedule {
+    slots: Vec<SystemSlot>,
+    added: Vec<Added>,
+    chain_edges: Vec<(usize, usize)>,
+    sets: HashMap<SetKey, Graph>,
+    /// Slots initialised so far (and the world they were initialised with).
+    initialized: usize,
+    world: Option<WorldId>,
+    built: Option<BuiltSchedule>,
+    executor: ExecutorKind,
+    tracing: bool,
+    last_trace: Option<Trace>,
+    command_errors: Vec<String>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schedule")
+            .field(
+                "systems",
+                &self.slots.iter().map(|s| s.system.name()).collect::<Vec<_>>(),
+            )
+            .field("executor", &self.executor)
+            .finish()
+    }
+}
+
+impl Schedule {
+    /// An empty schedule using the parallel executor, with the ordered
+    /// [`CoreSet`]s `PreUpdate -> Update -> PostUpdate` already configured.
+    pub fn new() -> Self {
+        let mut schedule = Self {
+            slots: Vec::new(),
+            added: Vec::new(),
+            chain_edges: Vec::new(),
+            sets: HashMap::new(),
+            initialized: 0,
+            world: None,
+            built: None,
+            executor: ExecutorKind::Parallel,
+            tracing: false,
+            last_trace: None,
+            command_errors: Vec::new(),
+        };
+        schedule.configure_sets((CoreSet::PreUpdate, CoreSet::Update, CoreSet::PostUpdate).chain());
+        schedule
+    }
+
+    /// Chooses the executor (parallel by default).
+    pub fn set_executor(&mut self, executor: ExecutorKind) -> &mut Self {
+        self.executor = executor;
+        self
+    }
+
+    /// The executor in use.
+    pub fn executor(&self) -> ExecutorKind {
+        self.executor
+    }
+
+    /// Records a trace of every following run (see [`last_trace`](Self::last_trace)).
+    pub fn set_tracing(&mut self, enabled: bool) -> &mut Self {
+        self.tracing = enabled;
+        self
+    }
+
+    /// The trace of the last run, when tracing is on.
+    pub fn last_trace(&self) -> Option<&Trace> {
+        self.last_trace.as_ref()
+    }
+
+    /// Descriptions of the commands skipped in the last run (e.g. aimed at entities that no
+    /// longer existed). Skipping never panics; this is where it is reported.
+    pub fn command_errors(&self) -> &[String] {
+        &self.command_errors
+    }
+
+    /// Adds systems with their configuration.
+    pub fn add_systems<M>(&mut self, systems: impl IntoSystemConfigs<M>) -> &mut Self {
+        self.add_configs(systems.into_configs());
+        self.built = None;
+        self
+    }
+
+    /// Adds configs, returning the slots they created; chains become explicit edges.
+    fn add_configs(&mut self, configs: SystemConfigs) -> Vec<usize> {
+        match configs {
+            SystemConfigs::One(config) => {
+                let index = self.slots.len();
+                let access = config.system.access().clone();
+                self.slots
+                    .push(SystemSlot::new(config.system, Vec::new(), access));
+                self.added.push(Added {
+                    config_graph: config.graph,
+                });
+                vec![index]
+            }
+            SystemConfigs::Group { items, chained } => {
+                let mut all = Vec::new();
+                let mut previous: Vec<usize> = Vec::new();
+                for item in items {
+                    let created = self.add_configs(item);
+                    if chained {
+                        for &from in &previous {
+                            for &to in &created {
+                                self.chain_edges.push((from, to));
+                            }
+                        }
+                    }
+                    all.extend_from_slice(&created);
+                    previous = created;
+                }
+                all
+            }
+        }
+    }
+
+    /// Configures sets: their order, nesting and run conditions.
+    ///
+    /// ```
+    /// use tabula_schedule::prelude::*;
+    ///
+    /// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    /// enum Phase { Input, Physics }
+    /// impl SystemSet for Phase {}
+    ///
+    /// let mut schedule = Schedule::new();
+    /// schedule.configure_sets((Phase::Input, Phase::Physics).chain().in_set(CoreSet::Update));
+    /// ```
+    pub fn configure_sets<M>(&mut self, sets: impl IntoSetConfigs<M>) -> &mut Self {
+        self.add_set_configs(sets.into_set_configs());
+        self.built = None;
+        self
+    }
+
+    fn add_set_configs(&mut self, configs: SetConfigs) -> Vec<SetKey> {
+        match configs {
+            SetConfigs::One(config) => {
+                let entry = self.sets.entry(config.set.clone()).or_default();
+                entry.sets.extend(config.graph.sets);
+                entry.before.extend(config.graph.before);
+                entry.after.extend(config.graph.after);
+                entry.conditions.extend(config.graph.conditions);
+                vec![config.set]
+            }
+            SetConfigs::Group { items, chained } => {
+                let mut all = Vec::new();
+                let mut previous: Vec<SetKey> = Vec::new();
+                for item in items {
+                    let created = self.add_set_configs(item);
+                    if chained {
+                        for from in &previous {
+                            let entry = self.sets.get_mut(from).expect("set was just configured");
+                            entry.before.extend(created.iter().cloned());
+                        }
+                    }
+                    all.extend(created.iter().cloned());
+                    previous = created;
+                }
+                all
+            }
+        }
+    }
+
+    /// The sets a slot belongs to, directly, through nesting, and by its function.
+    fn membership(&self, index: usize) -> Vec<SetKey> {
+        let system = &self.slots[index].system;
+        let mut sets = vec![SetKey::of(FunctionSet {
+            function: system.function_type(),
+            name: "",
+        })];
+        let mut queue: Vec<SetKey> = self.added[index].config_graph.sets.clone();
+        while let Some(set) = queue.pop() {
+            if sets.contains(&set) {
+                continue;
+            }
+            if let Some(config) = self.sets.get(&set) {
+                queue.extend(config.sets.iter().cloned());
+            }
+            sets.push(set);
+        }
+        sets
+    }
+
+    /// Initialises new systems and (re)builds the graph when needed.
+    ///
+    /// Called by [`run`](Self::run); call it yourself to get build errors as a value.
+    pub fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleBuildError> {
+        if self.world != Some(world.id()) {
+            self.world = Some(world.id());
+            self.initialized = 0;
+            self.built = None;
+        }
+        if self.built.is_some() {
+            return Ok(());
+        }
+        let memberships: Vec<Vec<SetKey>> = (self.initialized..self.slots.len())
+            .map(|i| self.membership(i))
+            .collect();
+        for (offset, sets) in memberships.into_iter().enumerate() {
+            let index = self.initialized + offset;
+            let mut factories: Vec<ConditionFactory> = self.added[index].config_graph.conditions.clone();
+            for set in &sets {
+                if let Some(config) = self.sets.get(set) {
+                    factories.extend(config.conditions.iter().cloned());
+                }
+            }
+            let slot = &mut self.slots[index];
+            slot.system.initialize(world);
+            let mut access = slot.system.access().clone();
+            slot.conditions.clear();
+            for make in factories {
+                let mut condition = make();
+                condition.initialize(world);
+                if condition.access().writes_anything() {
+                    panic!(
+                        "run condition `{}` of system `{}` writes to the world; conditions may only read \
+                         (take `Res`, not `ResMut`)",
+                        condition.name(),
+                        slot.system.name()
+                    );
+                }
+                access.absorb(condition.access());
+                slot.conditions.push(condition);
+            }
+            slot.access = access;
+        }
+        self.initialized = self.slots.len();
+        self.built = Some(self.build()?);
+        Ok(())
+    }
+
+    fn build(&self) -> Result<BuiltSchedule, ScheduleBuildError> {
+        let n = self.slots.len();
+        // Members of every set, in slot order.
+        let mut members: HashMap<SetKey, Vec<usize>> = HashMap::new();
+        for index in 0..n {
+            for set in self.membership(index) {
+                members.entry(set).or_default().push(index);
+            }
+        }
+        let members_of = |set: &SetKey| -> &[usize] {
+            let key = match set.function() {
+                Some(function) => SetKey::of(FunctionSet {
+                    function: function.function,
+                    name: "",
+                }),
+                None => set.clone(),
+            };
+            members.get(&key).map_or(&[], Vec::as_slice)
+        };
+
+        let mut edges: Vec<(usize, usize)> = self.chain_edges.clone();
+        for (index, added) in self.added.iter().enumerate() {
+            for set in &added.config_graph.before {
+                edges.extend(members_of(set).iter().map(|&to| (index, to)));
+            }
+            for set in &added.config_graph.after {
+                edges.extend(members_of(set).iter().map(|&from| (from, index)));
+            }
+        }
+        for (set, config) in &self.sets {
+            let own = members_of(set);
+            for other in &config.before {
+                for &from in own {
+                    edges.extend(members_of(other).iter().map(|&to| (from, to)));
+                }
+            }
+            for other in &config.after {
+                for &to in own {
+                    edges.extend(members_of(other).iter().map(|&from| (from, to)));
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+
+        // A sync point after every command-recording system that an ordering edge leaves.
+        let mut needs_sync = vec![false; n];
+        for &(from, _) in &edges {
+            needs_sync[from] |= self.slots[from].access.is_deferred();
+        }
+        let mut nodes = Vec::new();
+        let mut node_of = vec![0; n];
+        let mut sync_of = vec![usize::MAX; n];
+        for index in 0..n {
+            node_of[index] = nodes.len();
+            nodes.push(Node::System(index));
+            if needs_sync[index] {
+                sync_of[index] = nodes.len();
+                nodes.push(Node::Sync);
+            }
+        }
+        let mut node_edges = Vec::new();
+        for &(from, to) in &edges {
+            if needs_sync[from] {
+                node_edges.push((node_of[from], sync_of[from]));
+                node_edges.push((sync_of[from], node_of[to]));
+            } else {
+                node_edges.push((node_of[from], node_of[to]));
+            }
+        }
+        let exclusive = crate::access::SystemAccess::exclusive();
+        let mut names = Vec::with_capacity(nodes.len());
+        let mut accesses = Vec::with_capacity(nodes.len());
+        for (node, kind) in nodes.iter().enumerate() {
+            match *kind {
+                Node::System(index) => {
+                    names.push(self.slots[index].system.name().to_string());
+                    accesses.push(&self.slots[index].access);
+                }
+                Node::Sync => {
+                    let Node::System(before) = nodes[node - 1] else {
+                        unreachable!("a sync point follows its system")
+                    };
+                    names.push(format!("sync after {}", self.slots[before].system.name()));
+                    accesses.push(&exclusive);
+                }
+            }
+        }
+        let graph = graph::build(&names, &accesses, &node_edges)?;
+        let state = RunState::new(&graph.deps);
+        Ok(BuiltSchedule {
+            nodes,
+            names,
+            graph,
+            state,
+        })
+    }
+
+    /// Runs every system once, in parallel where their accesses allow.
+    ///
+    /// # Panics
+    /// When the schedule cannot be built (an ordering cycle: see [`initialize`]
+    /// (Self::initialize)), when a system's parameters alias, or when a system panics — in
+    /// which case no further system is started, the running ones finish, and the panic is
+    /// resumed here; the world stays usable.
+    pub fn run(&mut self, world: &mut World) {
+        if let Err(error) = self.initialize(world) {
+            panic!("{error}");
+        }
+        world.check_change_ticks();
+        world.flush();
+        let built = self.built.as_mut().expect("initialize built the schedule");
+        let ctx = RunContext {
+            trace_start: self.tracing.then(std::time::Instant::now),
+        };
+        self.command_errors.clear();
+        let result = match self.executor {
+            ExecutorKind::Parallel => parallel::run(
+                &mut self.slots,
+                &built.nodes,
+                &built.graph,
+                &mut built.state,
+                world,
+                ctx,
+                &mut self.command_errors,
+            ),
+            ExecutorKind::SingleThreaded => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                single::run(
+                    &mut self.slots,
+                    &built.nodes,
+                    &built.graph,
+                    world,
+                    ctx,
+                    &mut self.command_errors,
+                )
+            })),
+        };
+        if let Some(start) = ctx.trace_start {
+            let mut events: Vec<_> = self.slots.iter_mut().filter_map(|s| s.trace.take()).collect();
+            events.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+            self.last_trace = Some(Trace {
+                events,
+                wall_us: start.elapsed().as_secs_f64() * 1e6,
+            });
+        }
+        if let Err(payload) = result {
+            // Commands of an aborted run are dropped, not half-applied.
+            for slot in &mut self.slots {
+                slot.system.discard_deferred();
+            }
+            std::panic::resume_unwind(payload);
+        }
+        apply_pending(&mut self.slots, world, &mut self.command_errors);
+        crate::hooks::end_of_run(world);
+    }
+
+    /// The built graph in Graphviz DOT: systems (boxes), sync points (diamonds), explicit
+    /// ordering (solid) and conflict ordering (dashed) edges; systems on one row have no path
+    /// between them, so they may run in parallel.
+    ///
+    /// # Errors
+    /// When the schedule cannot be built.
+    pub fn graph_dot(&mut self, world: &mut World) -> Result<String, ScheduleBuildError> {
+        self.initialize(world)?;
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        let mut dot = String::from(
+            "digraph schedule {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=11];\n",
+        );
+        for (node, name) in built.names.iter().enumerate() {
+            let short = short_name(name);
+            let (shape, style) = match built.nodes[node] {
+                Node::Sync => ("diamond", "filled\", fillcolor=\"#f6d365"),
+                Node::System(i) if self.slots[i].access.is_exclusive() => {
+                    ("box", "filled\", fillcolor=\"#f4a6a6")
+                }
+                Node::System(_) => ("box", "rounded,filled\", fillcolor=\"#cfe8fc"),
+            };
+            let label = if matches!(built.nodes[node], Node::Sync) {
+                "sync"
+            } else {
+                short.as_str()
+            };
+            writeln!(
+                dot,
+                "  n{node} [label=\"{label}\", shape={shape}, style=\"{style}\"];"
+            )
+            .expect("string write");
+        }
+        let depth = built.graph.level.iter().copied().max().unwrap_or(0);
+        for level in 0..=depth {
+            let same: Vec<String> = (0..built.nodes.len())
+                .filter(|&n| built.graph.level[n] == level)
+                .map(|n| format!("n{n}"))
+                .collect();
+            if same.len() > 1 {
+                writeln!(dot, "  {{ rank=same; {}; }}", same.join("; ")).expect("string write");
+            }
+        }
+        for &(from, to, kind) in &built.graph.edges {
+            let style = match kind {
+                EdgeKind::Explicit => "solid",
+                EdgeKind::Conflict => "dashed",
+            };
+            writeln!(dot, "  n{from} -> n{to} [style={style}];").expect("string write");
+        }
+        dot.push_str("}\n");
+        Ok(dot)
+    }
+
+    /// The system names in the order a single-threaded run executes them (sync points
+    /// included), after building.
+    pub fn order(&mut self, world: &mut World) -> Result<Vec<String>, ScheduleBuildError> {
+        self.initialize(world)?;
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        Ok(built
+            .graph
+            .order
+            .iter()
+            .map(|&n| built.names[n].clone())
+            .collect())
+    }
+
+    /// How many systems the schedule holds.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True when no system was added.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+/// `crate::module::function` -> `function`, keeping generic arguments readable.
+fn short_name(name: &str) -> String {
+    let base = name.split('<').next().unwrap_or(name);
+    base.rsplit("::").next().unwrap_or(base).to_string()
+}

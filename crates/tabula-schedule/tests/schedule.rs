@@ -1,0 +1,387 @@
+//! The scheduler through its public API, the way a game uses it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use tabula_core::{Changed, Entity, With, Without, World};
+use tabula_schedule::prelude::*;
+use tabula_schedule::{ScheduleBuildError, System};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Position(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Velocity(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Frozen;
+
+/// A log of which systems ran, in order.
+#[derive(Default, Debug)]
+struct Log(Vec<&'static str>);
+
+fn both_executors() -> [ExecutorKind; 2] {
+    [ExecutorKind::SingleThreaded, ExecutorKind::Parallel]
+}
+
+fn a(mut log: ResMut<Log>) {
+    log.0.push("a");
+}
+fn b(mut log: ResMut<Log>) {
+    log.0.push("b");
+}
+fn c(mut log: ResMut<Log>) {
+    log.0.push("c");
+}
+
+fn run_logged(executor: ExecutorKind, build: impl FnOnce(&mut Schedule)) -> Vec<&'static str> {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.set_executor(executor);
+    build(&mut schedule);
+    schedule.run(&mut world);
+    world.remove_resource::<Log>().unwrap().0
+}
+
+#[test]
+fn before_after_and_chain_order_systems() {
+    for executor in both_executors() {
+        assert_eq!(
+            run_logged(executor, |s| {
+                s.add_systems((c, b.before(c), a.before(b)));
+            }),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            run_logged(executor, |s| {
+                s.add_systems((a.after(b), b.after(c), c));
+            }),
+            ["c", "b", "a"]
+        );
+        assert_eq!(
+            run_logged(executor, |s| {
+                s.add_systems((c, a, b).chain());
+            }),
+            ["c", "a", "b"]
+        );
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Phase {
+    First,
+    Second,
+}
+impl SystemSet for Phase {}
+
+#[test]
+fn sets_order_their_members_and_nest_in_core_sets() {
+    for executor in both_executors() {
+        let log = run_logged(executor, |s| {
+            s.configure_sets((Phase::First, Phase::Second).chain());
+            s.add_systems((a.in_set(Phase::Second), b.in_set(Phase::First)));
+        });
+        assert_eq!(log, ["b", "a"]);
+        let log = run_logged(executor, |s| {
+            s.add_systems((
+                a.in_set(CoreSet::PostUpdate),
+                b.in_set(CoreSet::Update),
+                c.in_set(CoreSet::PreUpdate),
+            ));
+        });
+        assert_eq!(log, ["c", "b", "a"]);
+    }
+}
+
+#[derive(Default)]
+struct Paused(bool);
+
+fn not_paused(paused: Res<Paused>) -> bool {
+    !paused.0
+}
+
+#[test]
+fn run_conditions_on_systems_and_sets() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    world.insert_resource(Paused(true));
+    let mut schedule = Schedule::new();
+    schedule.configure_sets(Phase::First.run_if(not_paused));
+    schedule.add_systems((a.run_if(not_paused), b.in_set(Phase::First), c));
+    schedule.run(&mut world);
+    assert_eq!(world.resource::<Log>().unwrap().0, ["c"]);
+    world.resource_mut::<Paused>().unwrap().0 = false;
+    schedule.run(&mut world);
+    let mut log = world.resource::<Log>().unwrap().0.clone();
+    log[1..].sort();
+    assert_eq!(log, ["c", "a", "b", "c"]);
+}
+
+#[test]
+fn locals_persist_per_system_and_options_tolerate_missing_resources() {
+    fn counter(mut n: Local<u32>, mut log: ResMut<Log>, missing: Option<Res<Paused>>) {
+        *n += 1;
+        assert!(missing.is_none());
+        if *n == 3 {
+            log.0.push("third");
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems(counter);
+    for _ in 0..3 {
+        schedule.run(&mut world);
+    }
+    assert_eq!(world.resource::<Log>().unwrap().0, ["third"]);
+}
+
+#[test]
+fn queries_with_world_reads_and_exclusive_systems() {
+    fn movement(mut q: Query<(&mut Position, &Velocity), Without<Frozen>>) {
+        q.for_each(|(mut p, v)| p.0 += v.0);
+    }
+    fn census(world: &World, mut log: Local<usize>) {
+        *log = world.len() as usize;
+        assert!(*log >= 2);
+    }
+    fn spawner(world: &mut World) {
+        world.spawn((Position(100.0), Velocity(0.0)));
+    }
+    for executor in both_executors() {
+        let mut world = World::new();
+        let moving = world.spawn((Position(0.0), Velocity(1.0)));
+        let frozen = world.spawn((Position(0.0), Velocity(1.0), Frozen));
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((movement, census, spawner.after(movement)));
+        schedule.run(&mut world);
+        schedule.run(&mut world);
+        assert_eq!(world.get::<Position>(moving), Ok(&Position(2.0)));
+        assert_eq!(world.get::<Position>(frozen), Ok(&Position(0.0)));
+        assert_eq!(world.len(), 4, "the exclusive system spawned once per run");
+    }
+}
+
+#[test]
+fn changed_filters_see_changes_since_the_systems_last_run() {
+    #[derive(Default)]
+    struct Seen(Vec<usize>);
+    fn writer(mut q: Query<&mut Position>, mut turn: Local<u32>) {
+        *turn += 1;
+        if *turn == 2 {
+            for mut p in q.iter_mut() {
+                p.0 += 1.0;
+            }
+        }
+    }
+    fn watcher(q: Query<Entity, Changed<Position>>, mut seen: ResMut<Seen>) {
+        seen.0.push(q.iter().count());
+    }
+    let mut world = World::new();
+    world.spawn_batch((0..3).map(|i| (Position(i as f32),)));
+    world.insert_resource(Seen::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((writer, watcher.after(writer)));
+    for _ in 0..3 {
+        schedule.run(&mut world);
+    }
+    assert_eq!(world.resource::<Seen>().unwrap().0, [3, 3, 0]);
+}
+
+#[test]
+fn aliasing_params_panic_naming_system_params_and_component() {
+    fn bad(_a: Query<&mut Position>, _b: Query<&Position>) {}
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(bad);
+    let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+    let message = err.downcast_ref::<String>().unwrap();
+    assert!(message.contains("bad"), "{message}");
+    assert!(message.contains("Position"), "{message}");
+    assert!(
+        message.contains("Without"),
+        "the message says how to fix it: {message}"
+    );
+
+    fn bad_res(_a: Res<Log>, _b: ResMut<Log>) {}
+    let mut schedule = Schedule::new();
+    schedule.add_systems(bad_res);
+    let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+    assert!(err.downcast_ref::<String>().unwrap().contains("Log"));
+}
+
+#[test]
+fn disjoint_filters_do_not_conflict_within_or_between_systems() {
+    fn split(
+        mut moving: Query<&mut Position, Without<Frozen>>,
+        mut frozen: Query<&mut Position, With<Frozen>>,
+    ) {
+        moving.for_each(|mut p| p.0 += 1.0);
+        frozen.for_each(|mut p| p.0 -= 1.0);
+    }
+    fn only_frozen(mut q: Query<&mut Position, With<Frozen>>) {
+        q.for_each(|mut p| p.0 -= 1.0);
+    }
+    fn only_moving(mut q: Query<&mut Position, Without<Frozen>>) {
+        q.for_each(|mut p| p.0 += 1.0);
+    }
+    let mut world = World::new();
+    let m = world.spawn((Position(0.0),));
+    let f = world.spawn((Position(0.0), Frozen));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((split, only_frozen, only_moving));
+    schedule.run(&mut world);
+    assert_eq!(
+        (world.get::<Position>(m), world.get::<Position>(f)),
+        (Ok(&Position(2.0)), Ok(&Position(-2.0)))
+    );
+    // only_frozen and only_moving are disjoint: no edge between them in the DOT graph.
+    let dot = schedule.graph_dot(&mut world).unwrap();
+    let edges = dot.lines().filter(|l| l.contains("->")).count();
+    assert_eq!(
+        edges, 2,
+        "split conflicts with each, the two do not conflict:\n{dot}"
+    );
+}
+
+#[test]
+fn ordering_cycles_are_errors_naming_the_systems() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((a.after(c), b.after(a), c.after(b)));
+    let err = schedule.initialize(&mut world).unwrap_err();
+    let ScheduleBuildError::Cycle(names) = &err;
+    assert_eq!(names.len(), 3);
+    let text = err.to_string();
+    assert!(
+        text.contains("::a") && text.contains("::b") && text.contains("::c"),
+        "{text}"
+    );
+}
+
+/// A deterministic simulation with conflicting and non-conflicting systems.
+mod sim {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Energy(pub u64);
+    #[derive(Default)]
+    pub struct Total(pub u64);
+
+    pub fn integrate(mut q: Query<(&mut Position, &Velocity)>) {
+        q.for_each(|(mut p, v)| p.0 = (p.0 + v.0) % 1000.0);
+    }
+    pub fn steer(mut q: Query<(&mut Velocity, &Position)>) {
+        q.for_each(|(mut v, p)| v.0 = if p.0 > 500.0 { -v.0.abs() } else { v.0.abs() + 0.5 });
+    }
+    pub fn drain(mut q: Query<(&mut Energy, &Position)>) {
+        q.par_for_each(|(mut e, p)| e.0 = e.0.wrapping_mul(31).wrapping_add(p.0 as u64));
+    }
+    pub fn total(q: Query<&Energy>, mut total: ResMut<Total>) {
+        total.0 = q
+            .iter()
+            .fold(total.0, |acc, e| acc.wrapping_mul(7).wrapping_add(e.0));
+    }
+    pub fn world(n: u32) -> World {
+        let mut world = World::new();
+        world.spawn_batch(
+            (0..n).map(|i| (Position(i as f32), Velocity((i % 7) as f32), Energy(u64::from(i)))),
+        );
+        world.insert_resource(Total::default());
+        world
+    }
+}
+
+#[test]
+fn single_threaded_and_parallel_executors_give_identical_worlds() {
+    let runs = if cfg!(miri) { 2 } else { 50 };
+    let n = if cfg!(miri) { 50 } else { 5_000 };
+    let mut results = Vec::new();
+    for executor in both_executors() {
+        let mut world = sim::world(n);
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((sim::integrate, sim::steer, sim::drain, sim::total));
+        for _ in 0..runs {
+            schedule.run(&mut world);
+        }
+        let mut q = world.query::<(&Position, &Velocity, &sim::Energy)>();
+        let state: Vec<(u32, u32, u64)> = q
+            .iter(&world)
+            .map(|(p, v, e)| (p.0.to_bits(), v.0.to_bits(), e.0))
+            .collect();
+        results.push((state, world.resource::<sim::Total>().unwrap().0));
+    }
+    assert_eq!(results[0], results[1]);
+}
+
+#[test]
+fn a_panicking_system_reaches_the_caller_and_leaves_the_world_usable() {
+    fn boom(_q: Query<&Position>) {
+        panic!("system failed");
+    }
+    for executor in both_executors() {
+        let mut world = World::new();
+        world.insert_resource(Log::default());
+        world.spawn((Position(1.0),));
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((a, boom, b.after(boom), c.after(b)));
+        let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+        assert_eq!(err.downcast_ref::<&str>(), Some(&"system failed"));
+        let log = &world.resource::<Log>().unwrap().0;
+        assert!(
+            !log.contains(&"b") && !log.contains(&"c"),
+            "nothing after the panic starts: {log:?}"
+        );
+        // The world is intact and another schedule runs on it.
+        let mut other = Schedule::new();
+        other.set_executor(executor);
+        other.add_systems(c);
+        other.run(&mut world);
+        assert_eq!(world.resource::<Log>().unwrap().0.last(), Some(&"c"));
+        assert_eq!(world.len(), 1);
+    }
+}
+
+#[test]
+fn dot_and_trace_describe_the_schedule() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((a, b.after(a)));
+    let dot = schedule.graph_dot(&mut world).unwrap();
+    assert!(dot.starts_with("digraph schedule {"));
+    assert!(
+        dot.contains("label=\"a\"") && dot.contains("label=\"b\""),
+        "{dot}"
+    );
+    assert!(dot.contains("n0 -> n1 [style=solid]"), "{dot}");
+    schedule.set_tracing(true);
+    schedule.run(&mut world);
+    let trace = schedule.last_trace().unwrap();
+    assert_eq!(trace.events.len(), 2);
+    let json = trace.to_chrome_json();
+    assert!(
+        json.starts_with("{\"traceEvents\":[") && json.contains("\"ph\":\"X\""),
+        "{json}"
+    );
+    assert!(trace.parallelism() > 0.0);
+}
+
+#[test]
+fn exclusive_systems_and_apply_deferred_are_ordered_with_everything() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    fn exclusive(world: &mut World) {
+        world.resource_mut::<Log>().unwrap().0.push("exclusive");
+    }
+    schedule.add_systems((a, exclusive, b, apply_deferred, c));
+    let order = schedule.order(&mut world).unwrap();
+    assert_eq!(order.len(), 5);
+    schedule.run(&mut world);
+    assert_eq!(world.resource::<Log>().unwrap().0, ["a", "exclusive", "b", "c"]);
+    let system = tabula_schedule::IntoSystem::into_system(a);
+    assert!(system.name().ends_with("::a"));
+}
