@@ -146,11 +146,13 @@ macro_rules! tuple_bundle {
 
             #[inline]
             unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
                 $(
-                    // SAFETY: column `columns[i]` stores field `i`'s type and `row` is free
-                    // there (the caller's contract).
+                    // SAFETY: `columns` has one entry per field, naming a column of `table` that
+                    // stores field `i`'s type, where `row` is free (the caller's contract).
                     unsafe {
-                        table.column_mut(columns[$index] as usize).write_value::<$name>(row, self.$index, tick);
+                        let column = *columns.get_unchecked($index) as usize;
+                        table.column_unchecked_mut(column).write_value::<$name>(row, self.$index, tick);
                     }
                 )*
             }

@@ -50,6 +50,18 @@ impl Table {
         &mut self.columns[index]
     }
 
+    /// [`column_mut`](Self::column_mut) without the bounds check, for indices taken from a
+    /// cached edge or bundle mapping of this table.
+    ///
+    /// # Safety
+    /// `index` is less than the number of columns.
+    #[inline]
+    pub(crate) unsafe fn column_unchecked_mut(&mut self, index: usize) -> &mut Column {
+        debug_assert!(index < self.columns.len());
+        // SAFETY: in bounds (the caller's contract).
+        unsafe { self.columns.get_unchecked_mut(index) }
+    }
+
     /// Makes room for `additional` more rows; amortised doubling.
     ///
     /// Every spawn and move calls this, so the check is inlined and the growth is not.
