@@ -21,6 +21,7 @@ pub(crate) struct Edges {
     remove: Vec<u32>,
 }
 
+#[inline]
 fn lookup(slots: &[u32], bundle: BundleId) -> Option<usize> {
     slots
         .get(bundle)
@@ -67,15 +68,24 @@ fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
 
 impl Archetypes {
     /// The edge for inserting `bundle` into entities of `source`, computed on first use.
+    ///
+    /// After the first use this is one slot lookup, inlined into every insert and spawn.
+    #[inline]
     pub(crate) fn insert_edge(
         &mut self,
         registry: &Components,
         source: ArchetypeId,
         bundle: &BundleInfo,
     ) -> usize {
-        if let Some(edge) = lookup(&self.archetypes[source.index()].edges.insert, bundle.id) {
-            return edge;
+        match lookup(&self.archetypes[source.index()].edges.insert, bundle.id) {
+            Some(edge) => edge,
+            None => self.new_insert_edge(registry, source, bundle),
         }
+    }
+
+    /// The slow half of [`insert_edge`](Self::insert_edge): computes the edge and caches it.
+    #[cold]
+    fn new_insert_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
         let src = &self.archetypes[source.index()];
         let mut ids: Vec<_> = src.component_ids().to_vec();
         ids.extend_from_slice(&bundle.sorted);
@@ -109,15 +119,24 @@ impl Archetypes {
     }
 
     /// The edge for removing `bundle` from entities of `source`, computed on first use.
+    ///
+    /// After the first use this is one slot lookup, inlined into every remove.
+    #[inline]
     pub(crate) fn remove_edge(
         &mut self,
         registry: &Components,
         source: ArchetypeId,
         bundle: &BundleInfo,
     ) -> usize {
-        if let Some(edge) = lookup(&self.archetypes[source.index()].edges.remove, bundle.id) {
-            return edge;
+        match lookup(&self.archetypes[source.index()].edges.remove, bundle.id) {
+            Some(edge) => edge,
+            None => self.new_remove_edge(registry, source, bundle),
         }
+    }
+
+    /// The slow half of [`remove_edge`](Self::remove_edge): computes the edge and caches it.
+    #[cold]
+    fn new_remove_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
         let src = &self.archetypes[source.index()];
         let missing = bundle
             .fields
