@@ -50,6 +50,7 @@ mod change;
 mod component;
 mod entity;
 mod error;
+mod event;
 pub mod query;
 mod resource;
 mod storage;
@@ -62,6 +63,7 @@ pub use change::{CHECK_TICK_THRESHOLD, MAX_CHANGE_AGE, Mut, Ref, Tick};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;
+pub use event::{EventCursor, Events};
 pub use resource::ResourceError;
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
