@@ -51,6 +51,7 @@ mod component;
 mod entity;
 mod error;
 mod event;
+mod hierarchy;
 pub mod query;
 mod resource;
 mod storage;
@@ -64,6 +65,7 @@ pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;
 pub use event::{EventCursor, Events};
+pub use hierarchy::{Children, HierarchyError, Parent};
 pub use resource::ResourceError;
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,

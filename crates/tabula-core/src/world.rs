@@ -190,6 +190,8 @@ impl World {
     /// an error rather than a double free.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
+        // Before the id is freed: may move other rows, and needs the entity's components.
+        self.detach_hierarchy(entity);
         let location = self
             .entities
             .free(entity)

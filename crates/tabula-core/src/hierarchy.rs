@@ -1,0 +1,384 @@
+//! Parent/child relations between entities: the [`Parent`] and [`Children`] components.
+//!
+//! The two sides are kept consistent by the world: `child` has `Parent(parent)` exactly when
+//! `parent`'s `Children` lists `child`. Both components have private fields, so they change
+//! only through the world's hierarchy methods (or the matching deferred commands):
+//!
+//! * [`World::set_parent`] attaches a child, leaving its old parent first; it refuses a
+//!   cycle (an entity as its own ancestor) with [`HierarchyError::Cycle`].
+//! * [`World::remove_parent`] makes a child a root again.
+//! * [`World::despawn_recursive`] despawns an entity with all its descendants.
+//! * Plain [`World::despawn`] keeps the relation consistent too: a despawned child leaves its
+//!   parent's `Children`, and the children of a despawned parent become roots. For entities
+//!   with neither component this costs one check of the archetype's component set.
+//!
+//! Removing either component by hand (`World::remove`) bypasses this bookkeeping and leaves
+//! the other side dangling; use the methods above.
+//!
+//! An entity with no children has no `Children` component (an emptied list is removed), so
+//! `With<Children>` means "has at least one child".
+//!
+//! ```
+//! use tabula_core::World;
+//!
+//! let mut world = World::new();
+//! let ship = world.spawn(("ship",));
+//! let turret = world.spawn(("turret",));
+//! let barrel = world.spawn(("barrel",));
+//! world.set_parent(turret, ship)?;
+//! world.set_parent(barrel, turret)?;
+//! assert!(world.set_parent(ship, barrel).is_err()); // would be a cycle
+//! assert_eq!(world.children(ship)?, &[turret]);
+//!
+//! world.despawn_recursive(ship)?;
+//! assert!(world.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::ops::Deref;
+
+use crate::entity::Entity;
+use crate::error::EntityError;
+use crate::world::World;
+
+/// The component pointing from a child to its parent. Set with [`World::set_parent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Parent(Entity);
+
+impl Parent {
+    /// The parent entity.
+    pub fn get(&self) -> Entity {
+        self.0
+    }
+}
+
+/// The component listing an entity's children, in the order they were attached.
+///
+/// Dereferences to `[Entity]`. Never empty: an entity whose last child leaves loses the
+/// component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Children(Vec<Entity>);
+
+impl Children {
+    /// The children, in the order they were attached.
+    pub fn iter(&self) -> std::slice::Iter<'_, Entity> {
+        self.0.iter()
+    }
+
+    /// How many children there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none (only seen on a list being emptied).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Deref for Children {
+    type Target = [Entity];
+
+    fn deref(&self) -> &[Entity] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = &'a Entity;
+    type IntoIter = std::slice::Iter<'a, Entity>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// Why a hierarchy change was refused. The world is unchanged when one is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HierarchyError {
+    /// One of the entities is dead.
+    Entity(EntityError),
+    /// `parent` is `child` itself or one of its descendants, so the change would make a loop.
+    Cycle {
+        /// The entity that was to get a parent.
+        child: Entity,
+        /// The proposed parent.
+        parent: Entity,
+    },
+}
+
+impl From<EntityError> for HierarchyError {
+    fn from(error: EntityError) -> Self {
+        Self::Entity(error)
+    }
+}
+
+impl fmt::Display for HierarchyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Entity(error) => fmt::Display::fmt(error, f),
+            Self::Cycle { child, parent } if child == parent => {
+                write!(f, "entity {child} cannot be its own parent")
+            }
+            Self::Cycle { child, parent } => write!(
+                f,
+                "cannot make {parent} the parent of {child}: {child} is an ancestor of {parent}, \
+                 so the hierarchy would loop"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HierarchyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Entity(error) => Some(error),
+            Self::Cycle { .. } => None,
+        }
+    }
+}
+
+impl World {
+    /// Makes `child` a child of `parent`, removing it from its old parent's [`Children`]
+    /// first. Setting the parent it already has changes nothing.
+    ///
+    /// Fails with [`HierarchyError::Cycle`] if `parent` is `child` or one of its
+    /// descendants, and with [`HierarchyError::Entity`] if either is dead.
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let [a, b, c] = [(); 3].map(|()| world.spawn(()));
+    /// world.set_parent(c, a)?;
+    /// world.set_parent(c, b)?; // re-parent: `a` loses its only child
+    /// assert_eq!(world.children(a)?, &[]);
+    /// assert_eq!(world.children(b)?, &[c]);
+    /// assert_eq!(world.parent(c)?, Some(b));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_parent(&mut self, child: Entity, parent: Entity) -> Result<(), HierarchyError> {
+        self.flush();
+        self.location(child)?;
+        self.location(parent)?;
+        if self.is_ancestor_or_self(child, parent) {
+            return Err(HierarchyError::Cycle { child, parent });
+        }
+        if let Ok(&Parent(old)) = self.get::<Parent>(child) {
+            if old == parent {
+                return Ok(());
+            }
+            self.remove_from_children(old, child);
+        }
+        // Both entities are alive (checked above), so neither insert can fail.
+        self.insert(child, (Parent(parent),))?;
+        if let Ok(mut children) = self.get_mut::<Children>(parent) {
+            children.0.push(child);
+        } else {
+            self.insert(parent, (Children(vec![child]),))?;
+        }
+        Ok(())
+    }
+
+    /// Detaches `child` from its parent, making it a root. An entity without a parent is
+    /// left as it is; a dead one is an error.
+    pub fn remove_parent(&mut self, child: Entity) -> Result<(), EntityError> {
+        self.flush();
+        self.location(child)?;
+        if let Ok((Parent(parent),)) = self.remove::<(Parent,)>(child) {
+            self.remove_from_children(parent, child);
+        }
+        Ok(())
+    }
+
+    /// The children of `entity`, in the order they were attached; empty for a leaf.
+    pub fn children(&self, entity: Entity) -> Result<&[Entity], EntityError> {
+        let location = self.location(entity)?;
+        Ok(self
+            .get_at::<Children>(entity, location)
+            .map_or(&[], |children| &children.0))
+    }
+
+    /// The parent of `entity`; `None` for a root.
+    pub fn parent(&self, entity: Entity) -> Result<Option<Entity>, EntityError> {
+        let location = self.location(entity)?;
+        Ok(self.get_at::<Parent>(entity, location).ok().map(Parent::get))
+    }
+
+    /// Despawns `entity` and all its descendants, and removes `entity` from its parent's
+    /// [`Children`].
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let root = world.spawn(());
+    /// let child = world.spawn(());
+    /// let grandchild = world.spawn(());
+    /// world.set_parent(child, root)?;
+    /// world.set_parent(grandchild, child)?;
+    /// world.despawn_recursive(child)?;
+    /// assert!(!world.contains(grandchild));
+    /// assert_eq!(world.children(root)?, &[]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn despawn_recursive(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.flush();
+        self.location(entity)?;
+        if let Ok(&Parent(parent)) = self.get::<Parent>(entity) {
+            self.remove_from_children(parent, entity);
+        }
+        let mut stack = vec![entity];
+        while let Some(next) = stack.pop() {
+            // Take the list out rather than removing the component (no archetype move), so
+            // the despawn below finds no children to detach.
+            if let Ok(mut children) = self.get_mut::<Children>(next) {
+                stack.extend(std::mem::take(&mut children.0));
+            }
+            // Descendants' `Parent`s point at entities already despawned: `despawn`'s
+            // detach step finds no parent to update. Every listed child is alive (the
+            // relation is kept consistent), so this cannot fail; if it did, there is
+            // nothing left to undo.
+            let _ = self.despawn(next);
+        }
+        Ok(())
+    }
+
+    /// Keeps the hierarchy consistent when `entity` is about to be despawned: it leaves its
+    /// parent's [`Children`], and its children lose their [`Parent`]. Called by
+    /// [`World::despawn`] before the entity is freed.
+    ///
+    /// Despawn is a hot path: for an entity with neither component this is one location
+    /// lookup and two scans of its archetype's (short) component-type list.
+    #[inline]
+    pub(crate) fn detach_hierarchy(&mut self, entity: Entity) {
+        let Some(location) = self.entities.get(entity) else {
+            return;
+        };
+        let archetype = &self.archetypes.archetypes[location.archetype.index()];
+        if archetype.has::<Parent>() || archetype.has::<Children>() {
+            self.detach_hierarchy_slow(entity);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn detach_hierarchy_slow(&mut self, entity: Entity) {
+        if let Ok(&Parent(parent)) = self.get::<Parent>(entity) {
+            self.remove_from_children(parent, entity);
+        }
+        let children = match self.get_mut::<Children>(entity) {
+            Ok(mut children) => std::mem::take(&mut children.0),
+            Err(_) => return,
+        };
+        for child in children {
+            if self.get::<Parent>(child).is_ok_and(|p| p.0 == entity) {
+                let _ = self.remove::<(Parent,)>(child);
+            }
+        }
+    }
+
+    /// True when `ancestor` is `entity` or one of its ancestors.
+    fn is_ancestor_or_self(&self, ancestor: Entity, entity: Entity) -> bool {
+        let mut current = entity;
+        // The relation is acyclic, so the walk ends at a root; the bound guards against a
+        // hierarchy broken by hand (a `Parent` value copied over another), reported as a cycle.
+        for _ in 0..=self.len() {
+            if current == ancestor {
+                return true;
+            }
+            match self.get::<Parent>(current) {
+                Ok(parent) => current = parent.0,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Removes `child` from `parent`'s [`Children`], dropping the component when it empties.
+    /// Does nothing if `parent` is dead or does not list `child`.
+    fn remove_from_children(&mut self, parent: Entity, child: Entity) {
+        let Some(index) = self
+            .get::<Children>(parent)
+            .ok()
+            .and_then(|children| children.0.iter().position(|&c| c == child))
+        else {
+            return;
+        };
+        let Ok(mut children) = self.get_mut::<Children>(parent) else {
+            return;
+        };
+        children.0.remove(index);
+        if children.0.is_empty() {
+            let _ = self.remove::<(Children,)>(parent);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn despawning_leaf_and_parent_keeps_both_sides_consistent() {
+        let mut world = World::new();
+        let parent = world.spawn((1u8,));
+        let a = world.spawn((2u8,));
+        let b = world.spawn((3u8,));
+        world.set_parent(a, parent).unwrap();
+        world.set_parent(b, parent).unwrap();
+        world.despawn(a).unwrap();
+        assert_eq!(world.children(parent), Ok(&[b][..]));
+        world.despawn(parent).unwrap();
+        assert_eq!(world.parent(b), Ok(None));
+        assert!(!world.has::<Parent>(b));
+    }
+
+    #[test]
+    fn last_child_leaving_removes_children_component() {
+        let mut world = World::new();
+        let parent = world.spawn(());
+        let child = world.spawn(());
+        world.set_parent(child, parent).unwrap();
+        assert!(world.has::<Children>(parent));
+        world.remove_parent(child).unwrap();
+        assert!(!world.has::<Children>(parent));
+        assert!(!world.has::<Parent>(child));
+        // Removing a parent that is not there is not an error.
+        assert_eq!(world.remove_parent(child), Ok(()));
+    }
+
+    #[test]
+    fn self_parent_and_dead_entities_are_rejected() {
+        let mut world = World::new();
+        let a = world.spawn(());
+        let dead = world.spawn(());
+        world.despawn(dead).unwrap();
+        assert_eq!(
+            world.set_parent(a, a),
+            Err(HierarchyError::Cycle { child: a, parent: a })
+        );
+        assert_eq!(
+            world.set_parent(a, dead),
+            Err(HierarchyError::Entity(EntityError::NoSuchEntity(dead)))
+        );
+        assert_eq!(
+            world.set_parent(dead, a),
+            Err(HierarchyError::Entity(EntityError::NoSuchEntity(dead)))
+        );
+        assert!(
+            world
+                .set_parent(a, a)
+                .unwrap_err()
+                .to_string()
+                .contains("its own parent")
+        );
+    }
+
+    #[test]
+    fn setting_the_same_parent_twice_lists_the_child_once() {
+        let mut world = World::new();
+        let parent = world.spawn(());
+        let child = world.spawn(());
+        world.set_parent(child, parent).unwrap();
+        world.set_parent(child, parent).unwrap();
+        assert_eq!(world.children(parent), Ok(&[child][..]));
+    }
+}
