@@ -94,6 +94,9 @@ pub(crate) struct BundleInfo {
 pub(crate) struct Bundles {
     pub(crate) infos: Vec<BundleInfo>,
     by_type: TypeIdMap<BundleId>,
+    /// The bundle type looked up last. Games tend to repeat one bundle type many times in a
+    /// row (a spawn loop, an insert/remove pass), so this one comparison saves the hash probe.
+    last: Option<(TypeId, BundleId)>,
 }
 
 impl Bundles {
@@ -103,10 +106,18 @@ impl Bundles {
     /// When `B` lists a component type twice (a programmer error in the calling code).
     #[inline]
     pub(crate) fn id_of<B: Bundle>(&mut self, components: &mut Components) -> BundleId {
-        match self.by_type.get(&TypeId::of::<B>()) {
+        let type_id = TypeId::of::<B>();
+        if let Some((last, id)) = self.last
+            && last == type_id
+        {
+            return id;
+        }
+        let id = match self.by_type.get(&type_id) {
             Some(&id) => id,
             None => self.register::<B>(components),
-        }
+        };
+        self.last = Some((type_id, id));
+        id
     }
 
     #[cold]
