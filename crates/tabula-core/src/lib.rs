@@ -17,6 +17,10 @@
 //!   graph caches that edge, so after the first time the move is a lookup and a few copies.
 //! * The [`World`] owns all of it. Bad input — a dead entity, a missing component — is an
 //!   [`EntityError`] naming what was wrong, never undefined behaviour.
+//! * Around the storage: [`Commands`] record spawns, inserts and despawns into a
+//!   [`CommandQueue`] (one byte buffer) to be applied later, in order; [`Events`] are
+//!   double-buffered messages each reader walks with its own [`EventCursor`]; [`Parent`] and
+//!   [`Children`] link entities into trees that the world keeps consistent.
 //!
 //! ```
 //! use tabula_core::World;
@@ -47,6 +51,7 @@
 mod archetype;
 mod bundle;
 mod change;
+mod command;
 mod component;
 mod entity;
 mod error;
@@ -61,6 +66,7 @@ mod world;
 pub use archetype::{Archetype, ArchetypeId};
 pub use bundle::Bundle;
 pub use change::{CHECK_TICK_THRESHOLD, MAX_CHANGE_AGE, Mut, Ref, Tick};
+pub use command::{Command, CommandError, CommandQueue, Commands, EntityCommands};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;

@@ -389,6 +389,11 @@ impl World {
         self.archetypes.archetypes.get(id.index())
     }
 
+    /// The entity allocator, e.g. to reserve ids for [`Commands`](crate::Commands).
+    pub fn entities(&self) -> &Entities {
+        &self.entities
+    }
+
     /// The component registry.
     pub fn components(&self) -> &Components {
         &self.components

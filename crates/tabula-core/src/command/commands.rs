@@ -1,0 +1,272 @@
+//! [`Commands`]: the recording side of a [`CommandQueue`], with the world's entity allocator
+//! at hand so that spawns can return their entity at once.
+
+use crate::bundle::Bundle;
+use crate::component::Component;
+use crate::entity::{Entities, Entity};
+use crate::world::World;
+
+use super::{Command, CommandError, CommandQueue, Fallible};
+
+/// Records deferred changes to a [`World`] into a [`CommandQueue`].
+///
+/// It holds the queue mutably and the world's [`Entities`] shared, so it works while other
+/// code reads the world; the changes happen when the queue is
+/// [applied](CommandQueue::apply).
+///
+/// ```
+/// use tabula_core::{Commands, CommandQueue, World};
+///
+/// struct Ship;
+/// struct Speed(f32);
+///
+/// let mut world = World::new();
+/// let old = world.spawn((Ship,));
+/// let mut queue = CommandQueue::new();
+/// let mut commands = Commands::new(&mut queue, &world);
+/// let fleet = commands.spawn((Ship,)).id();
+/// commands.entity(fleet).insert((Speed(2.0),)).add_child(old);
+/// commands.insert_resource(1u32);
+/// assert!(queue.apply(&mut world).is_empty());
+///
+/// assert_eq!(world.get::<Speed>(fleet)?.0, 2.0);
+/// assert_eq!(world.parent(old)?, Some(fleet));
+/// assert_eq!(world.resource::<u32>(), Ok(&1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Commands<'w, 's> {
+    queue: &'s mut CommandQueue,
+    entities: &'w Entities,
+}
+
+impl<'w, 's> Commands<'w, 's> {
+    /// Records into `queue`, reserving new entities in `world`. Apply the queue to the same
+    /// world: elsewhere the reserved ids mean nothing and their commands fail.
+    pub fn new(queue: &'s mut CommandQueue, world: &'w World) -> Self {
+        Self::new_from_entities(queue, world.entities())
+    }
+
+    /// Like [`new`](Self::new), given the world's entity allocator directly.
+    pub fn new_from_entities(queue: &'s mut CommandQueue, entities: &'w Entities) -> Self {
+        Self { queue, entities }
+    }
+
+    /// Spawns an entity with `bundle`. The id is reserved now and returned at once; the
+    /// entity exists once the queue is applied. (If the queue is dropped instead, the
+    /// reservation still becomes an entity, with no components, at the world's next flush.)
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
+        let entity = self.entities.reserve_entity();
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .spawn_at(entity, bundle)
+                .map_err(|error| entity_error("spawn", entity, error))
+        }));
+        EntityCommands::new(entity, self.queue)
+    }
+
+    /// Spawns an entity with no components. The id is reserved now; reservations become
+    /// entities whenever the world is flushed, at the latest when the queue is applied, so
+    /// no command needs to be recorded for it.
+    pub fn spawn_empty(&mut self) -> EntityCommands<'_> {
+        let entity = self.entities.reserve_entity();
+        EntityCommands::new(entity, self.queue)
+    }
+
+    /// Records commands for an existing (or reserved) entity. Whether it is alive is checked
+    /// when each command is applied.
+    pub fn entity(&mut self, entity: Entity) -> EntityCommands<'_> {
+        EntityCommands::new(entity, self.queue)
+    }
+
+    /// Adds (or replaces) the components of `bundle` on `entity`.
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        self.entity(entity).insert(bundle);
+    }
+
+    /// Removes the components of `B` from `entity` and drops them. Fails, removing nothing,
+    /// if the entity lacks any of them.
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) {
+        self.entity(entity).remove::<B>();
+    }
+
+    /// Despawns `entity`; its children, if any, become roots.
+    pub fn despawn(&mut self, entity: Entity) {
+        self.entity(entity).despawn();
+    }
+
+    /// Despawns `entity` and all its descendants.
+    pub fn despawn_recursive(&mut self, entity: Entity) {
+        self.entity(entity).despawn_recursive();
+    }
+
+    /// Inserts (or replaces) the resource of type `R`.
+    pub fn insert_resource<R: Component>(&mut self, resource: R) {
+        self.queue.push(move |world: &mut World| {
+            world.insert_resource(resource);
+        });
+    }
+
+    /// Removes the resource of type `R` and drops it; fails if there is none.
+    pub fn remove_resource<R: Component>(&mut self) {
+        self.queue.push(Fallible(|world: &mut World| {
+            world
+                .remove_resource::<R>()
+                .map(drop)
+                .map_err(|error| CommandError::Resource {
+                    command: "remove_resource",
+                    error,
+                })
+        }));
+    }
+
+    /// Records any command, e.g. a closure taking `&mut World`.
+    pub fn add<C: Command>(&mut self, command: C) {
+        self.queue.push(command);
+    }
+}
+
+impl std::fmt::Debug for Commands<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Commands").field("queue", &self.queue).finish()
+    }
+}
+
+/// Records commands for one entity; from [`Commands::spawn`] or [`Commands::entity`].
+///
+/// ```
+/// use tabula_core::{Commands, CommandQueue, World};
+///
+/// let mut world = World::new();
+/// let mut queue = CommandQueue::new();
+/// let mut commands = Commands::new(&mut queue, &world);
+/// let parent = commands.spawn(("parent",)).id();
+/// let child = commands.spawn(("child",)).set_parent(parent).id();
+/// commands.entity(parent).insert((7u8,));
+/// assert!(queue.apply(&mut world).is_empty());
+/// assert_eq!(world.children(parent)?, &[child]);
+/// assert_eq!(world.get::<u8>(parent), Ok(&7));
+/// # Ok::<(), tabula_core::EntityError>(())
+/// ```
+pub struct EntityCommands<'a> {
+    entity: Entity,
+    queue: &'a mut CommandQueue,
+}
+
+impl<'a> EntityCommands<'a> {
+    fn new(entity: Entity, queue: &'a mut CommandQueue) -> Self {
+        Self { entity, queue }
+    }
+
+    /// The entity the commands are for.
+    pub fn id(&self) -> Entity {
+        self.entity
+    }
+
+    /// Adds (or replaces) the components of `bundle`.
+    pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
+        let entity = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .insert(entity, bundle)
+                .map_err(|error| entity_error("insert", entity, error))
+        }));
+        self
+    }
+
+    /// Removes the components of `B` and drops them. Fails, removing nothing, if the entity
+    /// lacks any of them.
+    pub fn remove<B: Bundle>(&mut self) -> &mut Self {
+        let entity = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .remove::<B>(entity)
+                .map(drop)
+                .map_err(|error| entity_error("remove", entity, error))
+        }));
+        self
+    }
+
+    /// Despawns the entity; its children, if any, become roots.
+    pub fn despawn(&mut self) {
+        let entity = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .despawn(entity)
+                .map_err(|error| entity_error("despawn", entity, error))
+        }));
+    }
+
+    /// Despawns the entity and all its descendants.
+    pub fn despawn_recursive(&mut self) {
+        let entity = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .despawn_recursive(entity)
+                .map_err(|error| entity_error("despawn_recursive", entity, error))
+        }));
+    }
+
+    /// Makes the entity a child of `parent`, leaving its old parent if it had one. Fails on
+    /// a dead entity or if `parent` is the entity itself or one of its descendants.
+    pub fn set_parent(&mut self, parent: Entity) -> &mut Self {
+        let child = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .set_parent(child, parent)
+                .map_err(|error| CommandError::Hierarchy {
+                    command: "set_parent",
+                    entity: child,
+                    error,
+                })
+        }));
+        self
+    }
+
+    /// Detaches the entity from its parent, making it a root; nothing happens if it has none.
+    pub fn remove_parent(&mut self) -> &mut Self {
+        let child = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .remove_parent(child)
+                .map_err(|error| entity_error("remove_parent", child, error))
+        }));
+        self
+    }
+
+    /// Makes `child` a child of this entity; see [`set_parent`](Self::set_parent).
+    pub fn add_child(&mut self, child: Entity) -> &mut Self {
+        let parent = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            world
+                .set_parent(child, parent)
+                .map_err(|error| CommandError::Hierarchy {
+                    command: "add_child",
+                    entity: parent,
+                    error,
+                })
+        }));
+        self
+    }
+
+    /// Records any command, e.g. a closure taking `&mut World`.
+    pub fn add<C: Command>(&mut self, command: C) -> &mut Self {
+        self.queue.push(command);
+        self
+    }
+}
+
+impl std::fmt::Debug for EntityCommands<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntityCommands")
+            .field("entity", &self.entity)
+            .finish_non_exhaustive()
+    }
+}
+
+fn entity_error(command: &'static str, entity: Entity, error: crate::EntityError) -> CommandError {
+    CommandError::Entity {
+        command,
+        entity,
+        error,
+    }
+}
