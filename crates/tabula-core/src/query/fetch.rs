@@ -71,8 +71,8 @@ pub unsafe trait WorldQuery {
 pub unsafe trait QueryData: WorldQuery {
     /// The item for one entity.
     type Item<'w>;
-    /// The items of a whole archetype at once, for [`for_each_chunk`]
-    /// (super::QueryState::for_each_chunk): `&[T]` for `&T`, `&mut [T]` for `&mut T`.
+    /// The items of a whole archetype at once, for [`for_each_chunk`](super::QueryState::for_each_chunk):
+    /// `&[T]` for `&T`, `&mut [T]` for `&mut T`.
     type Chunk<'w>;
 
     /// The item of `row`.

@@ -203,8 +203,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }
     }
 
-    /// Iterates the matching entities with mutable access; `&mut T` terms yield [`Mut<T>`]
-    /// (crate::Mut), which marks a row changed only when written through.
+    /// Iterates the matching entities with mutable access; `&mut T` terms yield [`Mut<T>`](crate::Mut),
+    /// which marks a row changed only when written through.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, D, F> {
         let ticks = self.begin_run(world);
         // SAFETY: `&mut World` is exclusive for `'w`, and the state's access was checked for
@@ -218,8 +218,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// # Safety
     /// For `'w`, the caller holds the access reported by [`access`](Self::access) (no one
     /// else writes what it reads or touches what it writes), and `world` is the state's
-    /// world with archetypes already updated (see [`update_archetypes`]
-    /// (Self::update_archetypes)).
+    /// world with archetypes already updated (see
+    /// [`update_archetypes`](Self::update_archetypes)).
     pub unsafe fn iter_unchecked<'w, 's>(
         &'s self,
         world: UnsafeWorldCell<'w>,
