@@ -4,5 +4,5 @@ use tabula_core::World;
 
 /// Advances per-run world state: events become one run older.
 pub(crate) fn end_of_run(world: &mut World) {
-    let _ = world;
+    world.update_events();
 }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use tabula_core::{World, WorldId};
+use tabula_core::{CommandError, World, WorldId};
 
 use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
 use crate::executor::protocol::RunState;
@@ -70,7 +70,7 @@ pub struct Schedule {
     executor: ExecutorKind,
     tracing: bool,
     last_trace: Option<Trace>,
-    command_errors: Vec<String>,
+    command_errors: Vec<CommandError>,
 }
 
 impl Default for Schedule {
@@ -136,7 +136,7 @@ impl Schedule {
 
     /// Descriptions of the commands skipped in the last run (e.g. aimed at entities that no
     /// longer existed). Skipping never panics; this is where it is reported.
-    pub fn command_errors(&self) -> &[String] {
+    pub fn command_errors(&self) -> &[CommandError] {
         &self.command_errors
     }
 
@@ -396,9 +396,9 @@ impl Schedule {
     /// Runs every system once, in parallel where their accesses allow.
     ///
     /// # Panics
-    /// When the schedule cannot be built (an ordering cycle: see [`initialize`]
-    /// (Self::initialize)), when a system's parameters alias, or when a system panics — in
-    /// which case no further system is started, the running ones finish, and the panic is
+    /// When the schedule cannot be built (an ordering cycle: see
+    /// [`initialize`](Self::initialize)), when a system's parameters alias, or when a system
+    /// panics — in which case no further system is started, the running ones finish, and the panic is
     /// resumed here; the world stays usable.
     pub fn run(&mut self, world: &mut World) {
         if let Err(error) = self.initialize(world) {

@@ -4,7 +4,7 @@
 use std::any::{TypeId, type_name};
 use std::borrow::Cow;
 
-use tabula_core::{UnsafeWorldCell, World};
+use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::param::{RunTicks, SystemMeta, SystemParam, SystemParamItem};
@@ -51,7 +51,7 @@ pub trait System: Send + Sync + 'static {
     fn has_deferred(&self) -> bool;
 
     /// Applies deferred work; error descriptions of skipped commands go to `errors`.
-    fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<String>);
+    fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>);
 
     /// Drops deferred work without applying it (after a run was aborted by a panic).
     fn discard_deferred(&mut self) {}
@@ -161,7 +161,7 @@ where
         self.state.as_ref().is_some_and(F::Param::has_deferred)
     }
 
-    fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<String>) {
+    fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>) {
         if let Some(state) = &mut self.state {
             F::Param::apply_deferred(state, world, errors);
         }
@@ -189,7 +189,6 @@ macro_rules! function_system {
             #[inline]
             fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> Out {
                 // Calling through a helper pins the closure's signature to the item types.
-                #[allow(clippy::too_many_arguments)]
                 fn call_inner<Out, $($param),*>(mut f: impl FnMut($($param),*) -> Out, $($param: $param),*) -> Out {
                     f($($param),*)
                 }
@@ -305,7 +304,7 @@ where
         false
     }
 
-    fn apply_deferred(&mut self, _: &mut World, _: &mut Vec<String>) {}
+    fn apply_deferred(&mut self, _: &mut World, _: &mut Vec<CommandError>) {}
 }
 
 /// An exclusive system that applies the pending commands of every system that ran before

@@ -28,5 +28,8 @@ pub struct ReadmeDoctests;
 
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
-    pub use tabula_core::{Bundle, Component, Entity, EntityError, Mut, World};
+    pub use tabula_schedule::prelude::*;
+    pub use tabula_core::{
+        Bundle, Children, Commands, Component, Entity, EntityError, Events, Mut, Parent, World,
+    };
 }

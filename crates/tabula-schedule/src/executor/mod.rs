@@ -1,7 +1,7 @@
 //! Executors: run a built schedule's nodes in dependency order.
 //!
-//! * [`single`](single::run) walks the deterministic order on the calling thread.
-//! * [`parallel`](parallel::run) runs on rayon: per-node atomic dependency counters
+//! * `single` walks the deterministic order on the calling thread.
+//! * `parallel` runs on rayon: per-node atomic dependency counters
 //!   ([`protocol`]), cheap nodes inline on the thread that released them, expensive ones as
 //!   rayon tasks.
 //!
@@ -13,7 +13,7 @@ pub(crate) mod single;
 
 use std::time::Instant;
 
-use tabula_core::{UnsafeWorldCell, World};
+use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::config::BoxedCondition;
@@ -132,7 +132,7 @@ pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_
 }
 
 /// Applies every pending command buffer, in the order the systems were added.
-pub(crate) fn apply_pending(slots: &mut [SystemSlot], world: &mut World, errors: &mut Vec<String>) {
+pub(crate) fn apply_pending(slots: &mut [SystemSlot], world: &mut World, errors: &mut Vec<CommandError>) {
     for slot in slots.iter_mut() {
         if slot.system.has_deferred() {
             slot.system.apply_deferred(world, errors);

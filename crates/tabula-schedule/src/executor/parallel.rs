@@ -12,7 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
 use rayon::Scope;
-use tabula_core::{UnsafeWorldCell, World};
+use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
@@ -28,7 +28,7 @@ struct Shared<'a> {
     world: UnsafeWorldCell<'a>,
     ctx: RunContext,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
-    errors: Mutex<Vec<String>>,
+    errors: Mutex<Vec<CommandError>>,
 }
 
 // SAFETY: `slots` is only dereferenced for a node by the one thread the protocol lets run
@@ -145,7 +145,7 @@ pub(crate) fn run(
     state: &mut RunState,
     world: &mut World,
     ctx: RunContext,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<CommandError>,
 ) -> Result<(), Box<dyn Any + Send>> {
     state.reset(&built.deps);
     let shared = Shared {

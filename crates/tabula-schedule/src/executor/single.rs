@@ -1,6 +1,6 @@
 //! The single-threaded executor: the schedule's order, on the calling thread.
 
-use tabula_core::{UnsafeWorldCell, World};
+use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
 use crate::graph::Built;
@@ -12,7 +12,7 @@ pub(crate) fn run(
     built: &Built,
     world: &mut World,
     ctx: RunContext,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<CommandError>,
 ) {
     for &node in &built.order {
         match nodes[node] {

@@ -11,9 +11,13 @@ use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
-use tabula_core::{Access, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World};
+use tabula_core::{Access, CommandError, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
+
+mod deferred;
+
+pub use deferred::{EventReader, EventWriter};
 
 pub use tabula_core::query::RunTicks;
 
@@ -115,7 +119,7 @@ pub unsafe trait SystemParam: Sized {
     }
 
     /// Applies recorded work (commands) to the world.
-    fn apply_deferred(_state: &mut Self::State, _world: &mut World, _errors: &mut Vec<String>) {}
+    fn apply_deferred(_state: &mut Self::State, _world: &mut World, _errors: &mut Vec<CommandError>) {}
 
     /// Drops recorded work without applying it.
     fn discard_deferred(_state: &mut Self::State) {}
@@ -484,7 +488,7 @@ macro_rules! tuple_param {
                 false $(|| $name::has_deferred(&state.$index))*
             }
 
-            fn apply_deferred(state: &mut Self::State, world: &mut World, errors: &mut Vec<String>) {
+            fn apply_deferred(state: &mut Self::State, world: &mut World, errors: &mut Vec<CommandError>) {
                 $($name::apply_deferred(&mut state.$index, world, errors);)*
             }
 

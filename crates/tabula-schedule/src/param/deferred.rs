@@ -1,0 +1,183 @@
+//! Parameters that reach beyond one run: `Commands` (structural changes applied at sync
+//! points) and `EventReader` / `EventWriter`.
+
+use std::any::type_name;
+
+use tabula_core::{Access, CommandError, CommandQueue, Commands, EventCursor, Events, UnsafeWorldCell, World};
+
+use super::{RunTicks, SystemMeta, SystemParam};
+
+/// Stands for "reserves entity ids". Every `Commands` parameter writes it, so two systems
+/// that record commands never run at the same time: entity ids are then handed out in the
+/// same order on every run, whatever the thread timing, and so are identical between the
+/// single-threaded and the parallel executor.
+struct EntityReservations;
+
+// SAFETY: declares a write of the reservation marker (so command-recording systems are
+// ordered) and hands out `Commands`, which only reserves ids through `&Entities` (atomic)
+// and records into the system's own queue; nothing is applied until `apply_deferred`,
+// which runs with `&mut World`.
+unsafe impl SystemParam for Commands<'_, '_> {
+    type State = CommandQueue;
+    type Item<'w, 's> = Commands<'w, 's>;
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> CommandQueue {
+        let id = world.register_resource::<EntityReservations>();
+        let mut access = Access::default();
+        access.add_write(id).expect("a fresh access cannot conflict");
+        meta.add_param_access(world, "Commands", access);
+        meta.set_deferred();
+        CommandQueue::new()
+    }
+
+    fn has_deferred(queue: &CommandQueue) -> bool {
+        !queue.is_empty()
+    }
+
+    fn apply_deferred(queue: &mut CommandQueue, world: &mut World, errors: &mut Vec<CommandError>) {
+        errors.extend(queue.apply(world));
+    }
+
+    fn discard_deferred(queue: &mut CommandQueue) {
+        *queue = CommandQueue::new();
+    }
+
+    unsafe fn get_param<'w, 's>(
+        queue: &'s mut CommandQueue,
+        _: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        // SAFETY: only the entity allocator's atomic reservation is used through this
+        // reference, which no concurrently running system mutates.
+        Commands::new(queue, unsafe { world.world() })
+    }
+}
+
+/// Reads the events of type `E` this system has not seen yet; each event is seen once per
+/// reader, during the run it was sent in and the next one.
+///
+/// ```
+/// use tabula_core::World;
+/// use tabula_schedule::prelude::*;
+///
+/// struct Hit(u32);
+/// #[derive(Default)]
+/// struct Damage(u32);
+///
+/// fn attack(mut hits: EventWriter<Hit>) {
+///     hits.send(Hit(3));
+/// }
+/// fn take(mut hits: EventReader<Hit>, mut damage: ResMut<Damage>) {
+///     damage.0 += hits.read().map(|h| h.0).sum::<u32>();
+/// }
+///
+/// let mut world = World::new();
+/// world.init_resource::<Damage>();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((attack, take.after(attack)));
+/// schedule.run(&mut world);
+/// schedule.run(&mut world);
+/// assert_eq!(world.resource::<Damage>().unwrap().0, 6);
+/// ```
+pub struct EventReader<'w, 's, E: Send + Sync + 'static> {
+    events: &'w Events<E>,
+    cursor: &'s mut EventCursor<E>,
+}
+
+impl<'w, E: Send + Sync + 'static> EventReader<'w, '_, E> {
+    /// The unread events, oldest first; they count as read afterwards.
+    pub fn read(&mut self) -> impl ExactSizeIterator<Item = &'w E> + '_ {
+        self.cursor.read(self.events)
+    }
+
+    /// How many events are unread.
+    pub fn len(&self) -> usize {
+        self.cursor.len(self.events)
+    }
+
+    /// True when every event has been read.
+    pub fn is_empty(&self) -> bool {
+        self.cursor.is_empty(self.events)
+    }
+
+    /// Marks every event as read without reading it.
+    pub fn clear(&mut self) {
+        self.cursor.clear(self.events);
+    }
+}
+
+fn events_access<E: Send + Sync + 'static>(world: &mut World, write: bool) -> Access {
+    world.add_event::<E>();
+    let id = world.register_resource::<Events<E>>();
+    let mut access = Access::default();
+    let result = if write { access.add_write(id) } else { access.add_read(id) };
+    result.expect("a fresh access cannot conflict");
+    access
+}
+
+// SAFETY: declares a read of `Events<E>` and reads only it (the cursor is the system's own).
+unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
+    type State = EventCursor<E>;
+    type Item<'w, 's> = EventReader<'w, 's, E>;
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> EventCursor<E> {
+        let access = events_access::<E>(world, false);
+        meta.add_param_access(world, type_name::<Self>(), access);
+        EventCursor::default()
+    }
+
+    unsafe fn get_param<'w, 's>(
+        cursor: &'s mut EventCursor<E>,
+        meta: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        // SAFETY: the system holds a read of `Events<E>`.
+        let events = unsafe { world.get_resource::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
+        EventReader { events, cursor }
+    }
+}
+
+/// Sends events of type `E`.
+pub struct EventWriter<'w, E: Send + Sync + 'static> {
+    events: &'w mut Events<E>,
+}
+
+impl<E: Send + Sync + 'static> EventWriter<'_, E> {
+    /// Sends one event.
+    pub fn send(&mut self, event: E) {
+        self.events.send(event);
+    }
+
+    /// Sends several events.
+    pub fn send_batch(&mut self, events: impl IntoIterator<Item = E>) {
+        self.events.send_batch(events);
+    }
+}
+
+// SAFETY: declares a write of `Events<E>` and touches only it.
+unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
+    type State = ();
+    type Item<'w, 's> = EventWriter<'w, E>;
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) {
+        let access = events_access::<E>(world, true);
+        meta.add_param_access(world, type_name::<Self>(), access);
+    }
+
+    unsafe fn get_param<'w, 's>(_: &'s mut (), meta: &SystemMeta, world: UnsafeWorldCell<'w>, _: RunTicks) -> Self::Item<'w, 's> {
+        // SAFETY: the system holds a write of `Events<E>`.
+        let events = unsafe { world.get_resource_mut::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
+        EventWriter { events }
+    }
+}
+
+#[cold]
+fn missing_events<E>(meta: &SystemMeta) -> ! {
+    panic!(
+        "system `{}` uses events `{}`, but their `Events` resource was removed from the world",
+        meta.name(),
+        type_name::<E>()
+    )
+}
