@@ -1,0 +1,146 @@
+//! The components and resources of Asteroids, after Richard Lord's Ash teaching game.
+//!
+//! An entity's *state* is the set of components it has: a live ship has `MotionControls`,
+//! `Gun`, `GunControls` and `Collision`; a destroyed one loses them and gains `DeathThroes`.
+
+/// Where something is and which way it faces (radians).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Position {
+    /// Horizontal, `0..WIDTH`.
+    pub x: f32,
+    /// Vertical, `0..HEIGHT`.
+    pub y: f32,
+    /// Facing, radians.
+    pub rotation: f32,
+}
+
+/// How something moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Motion {
+    /// Velocity, units per second.
+    pub velocity: (f32, f32),
+    /// Radians per second.
+    pub angular_velocity: f32,
+    /// Fraction of velocity lost per second.
+    pub damping: f32,
+}
+
+/// Lets the pilot steer and thrust.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MotionControls {
+    /// Thrust, units per second squared.
+    pub acceleration_rate: f32,
+    /// Turn rate, radians per second.
+    pub rotation_rate: f32,
+}
+
+/// A gun mounted on the ship.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gun {
+    /// The trigger is held.
+    pub shooting: bool,
+    /// Where bullets appear, relative to the ship, before rotation.
+    pub offset: (f32, f32),
+    /// Seconds since the last shot.
+    pub time_since_last_shot: f32,
+    /// Seconds between shots.
+    pub minimum_shot_interval: f32,
+    /// Seconds a bullet lives.
+    pub bullet_lifetime: f32,
+}
+
+/// Lets the pilot pull the gun's trigger.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GunControls;
+
+/// A collision circle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Collision {
+    /// Radius.
+    pub radius: f32,
+}
+
+/// A bullet, and how long it has left.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bullet {
+    /// Seconds of life remaining.
+    pub life_remaining: f32,
+}
+
+/// Marks an asteroid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Asteroid;
+
+/// Marks the player's ship.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spaceship;
+
+/// Something destroyed, playing out its death before it disappears.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeathThroes {
+    /// Seconds left.
+    pub countdown: f32,
+}
+
+/// What would be drawn for the entity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Display {
+    /// The sprite's name.
+    pub name: &'static str,
+}
+
+/// Sounds the entity wants played.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Audio {
+    /// Queued sound names.
+    pub queue: Vec<&'static str>,
+}
+
+/// The state of the game as a whole.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GameState {
+    /// Ships left.
+    pub lives: u32,
+    /// The level being played; 0 before the first.
+    pub level: u32,
+    /// Asteroids hit.
+    pub hits: u32,
+    /// False once the last life is lost.
+    pub playing: bool,
+}
+
+/// The scripted pilot's inputs for this frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pilot {
+    /// -1 turn left .. 1 turn right.
+    pub turn: f32,
+    /// Thrust held.
+    pub thrust: bool,
+    /// Trigger held.
+    pub trigger: bool,
+}
+
+/// The fixed frame time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Time {
+    /// Seconds per frame.
+    pub dt: f32,
+    /// Frames simulated.
+    pub frame: u64,
+}
+
+/// What the headless renderer drew in the last frame.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RenderStats {
+    /// Ships, asteroids, bullets and death animations drawn last frame.
+    pub drawn: [u32; 4],
+    /// Sprites drawn over the whole game.
+    pub total: u64,
+}
+
+/// Sounds played over the whole game.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AudioLog {
+    /// Sounds played, by name index: shoot, explosion, ship.
+    pub played: [u64; 3],
+}

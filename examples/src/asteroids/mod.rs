@@ -1,0 +1,147 @@
+//! Asteroids, headless: the classic entity-system teaching game (Richard Lord's Ash
+//! framework) rebuilt on tabula and run without graphics.
+//!
+//! The game is a [`World`] plus a [`Schedule`] of small systems in three phases:
+//!
+//! * `PreUpdate`: the game manager (ship spawning, levels) and the scripted pilot;
+//! * `Update`: controls, the gun, bullet ageing, death throes, movement (in parallel);
+//! * `PostUpdate`: collisions, then the headless renderer and the audio queue.
+//!
+//! A ship or asteroid changes state by swapping components (a destroyed ship loses its
+//! controls, gun and collision circle and gains `DeathThroes`), as in the original.
+
+pub mod components;
+pub mod systems;
+
+use tabula::prelude::*;
+use tabula::schedule::ExecutorKind;
+use tabula::{Entity, Has};
+
+use crate::rng::Rng;
+use components::*;
+
+/// Playfield width.
+pub const WIDTH: f32 = 600.0;
+/// Playfield height.
+pub const HEIGHT: f32 = 450.0;
+/// Fixed time step.
+pub const DT: f32 = 1.0 / 60.0;
+
+/// A running game.
+pub struct Game {
+    /// The entities and resources.
+    pub world: World,
+    /// The systems.
+    pub schedule: Schedule,
+}
+
+/// One entity's state, for comparing two runs.
+pub type EntityState = (Entity, [u32; 3], Option<[u32; 3]>, bool, bool, bool, Option<u32>);
+
+impl Game {
+    /// A new game with the given seed, using the given executor.
+    pub fn new(seed: u64, executor: ExecutorKind) -> Self {
+        let mut world = World::new();
+        world.insert_resource(GameState {
+            lives: 3,
+            level: 0,
+            hits: 0,
+            playing: true,
+        });
+        world.insert_resource(Rng::new(seed));
+        world.insert_resource(Pilot::default());
+        world.insert_resource(Time { dt: DT, frame: 0 });
+        world.init_resource::<RenderStats>();
+        world.init_resource::<AudioLog>();
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        Self::add_systems(&mut schedule);
+        Self { world, schedule }
+    }
+
+    /// The game's systems and their phases.
+    pub fn add_systems(schedule: &mut Schedule) {
+        use systems::*;
+        schedule.add_systems((game_manager, pilot.after(game_manager)).in_set(CoreSet::PreUpdate));
+        schedule.add_systems(
+            (
+                motion_controls,
+                gun_controls,
+                gun.after(gun_controls).after(motion_controls),
+                bullet_age,
+                death_throes,
+                movement.after(motion_controls),
+            )
+                .in_set(CoreSet::Update),
+        );
+        schedule.add_systems(
+            (
+                collisions,
+                render.after(collisions),
+                audio.after(collisions),
+                tick,
+            )
+                .in_set(CoreSet::PostUpdate),
+        );
+    }
+
+    /// Simulates one frame.
+    pub fn step(&mut self) {
+        self.schedule.run(&mut self.world);
+    }
+
+    /// The game state resource.
+    pub fn state(&self) -> GameState {
+        *self.world.resource::<GameState>().expect("inserted at start")
+    }
+
+    /// Counts of live ships, asteroids and bullets.
+    pub fn census(&mut self) -> (usize, usize, usize) {
+        let mut q = self
+            .world
+            .query::<(Has<Spaceship>, Has<Asteroid>, Has<components::Bullet>)>();
+        q.iter(&self.world)
+            .fold((0, 0, 0), |(s, a, b), (is_s, is_a, is_b)| {
+                (
+                    s + usize::from(is_s),
+                    a + usize::from(is_a),
+                    b + usize::from(is_b),
+                )
+            })
+    }
+
+    /// Every entity's state, bit-exact, sorted by id: equal snapshots mean equal worlds.
+    pub fn snapshot(&mut self) -> Vec<EntityState> {
+        let mut q = self.world.query::<(
+            Entity,
+            &Position,
+            Option<&Motion>,
+            Has<Spaceship>,
+            Has<Asteroid>,
+            Has<DeathThroes>,
+            Option<&Collision>,
+        )>();
+        let mut state: Vec<EntityState> = q
+            .iter(&self.world)
+            .map(|(e, p, m, ship, asteroid, dying, c)| {
+                (
+                    e,
+                    [p.x.to_bits(), p.y.to_bits(), p.rotation.to_bits()],
+                    m.map(|m| {
+                        [
+                            m.velocity.0.to_bits(),
+                            m.velocity.1.to_bits(),
+                            m.angular_velocity.to_bits(),
+                        ]
+                    }),
+                    ship,
+                    asteroid,
+                    dying,
+                    c.map(|c| c.radius.to_bits()),
+                )
+            })
+            .collect();
+        state.sort_by_key(|s| s.0);
+        state
+    }
+}

@@ -1,0 +1,342 @@
+//! The systems of Asteroids, one per rule of the game.
+
+use tabula::prelude::*;
+use tabula::schedule::{EventReader, EventWriter};
+use tabula::{Entity, With, Without};
+
+use super::components::*;
+use super::{HEIGHT, WIDTH};
+use crate::rng::Rng;
+
+const CENTRE: (f32, f32) = (WIDTH / 2.0, HEIGHT / 2.0);
+const SHIP_RADIUS: f32 = 9.0;
+const BULLET_SPEED: f32 = 150.0;
+
+/// Something blew up; the audio system and the log hear about it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Explosion {
+    /// An asteroid was hit.
+    Asteroid,
+    /// The ship crashed.
+    Ship,
+}
+
+fn wrapped_delta(a: f32, b: f32, size: f32) -> f32 {
+    let d = (b - a).rem_euclid(size);
+    if d > size / 2.0 { d - size } else { d }
+}
+
+/// Distance on the wrapping playfield.
+fn distance(a: &Position, b: &Position) -> f32 {
+    let dx = wrapped_delta(a.x, b.x, WIDTH);
+    let dy = wrapped_delta(a.y, b.y, HEIGHT);
+    (dx * dx + dy * dy).sqrt()
+}
+
+fn spawn_asteroid(commands: &mut Commands, rng: &mut Rng, radius: f32, x: f32, y: f32) {
+    let angle = rng.range(0.0, std::f32::consts::TAU);
+    let speed = rng.range(20.0, 60.0);
+    commands.spawn((
+        Asteroid,
+        Position { x, y, rotation: 0.0 },
+        Motion {
+            velocity: (angle.cos() * speed, angle.sin() * speed),
+            angular_velocity: rng.range(-2.0, 2.0),
+            damping: 0.0,
+        },
+        Collision { radius },
+        Display { name: "asteroid" },
+        Audio::default(),
+    ));
+}
+
+fn spawn_ship(commands: &mut Commands) {
+    commands.spawn((
+        Spaceship,
+        Position {
+            x: CENTRE.0,
+            y: CENTRE.1,
+            rotation: 0.0,
+        },
+        Motion {
+            velocity: (0.0, 0.0),
+            angular_velocity: 0.0,
+            damping: 0.15,
+        },
+        MotionControls {
+            acceleration_rate: 100.0,
+            rotation_rate: 3.0,
+        },
+        Gun {
+            shooting: false,
+            offset: (8.0, 0.0),
+            time_since_last_shot: 0.0,
+            minimum_shot_interval: 0.3,
+            bullet_lifetime: 2.0,
+        },
+        GunControls,
+        Collision { radius: SHIP_RADIUS },
+        Display { name: "ship" },
+        Audio::default(),
+    ));
+}
+
+/// Spawns the ship when there is none and lives remain (only once the centre is clear), and
+/// starts the next level when every asteroid and bullet is gone.
+pub fn game_manager(
+    mut commands: Commands,
+    mut state: ResMut<GameState>,
+    mut rng: ResMut<Rng>,
+    ships: Query<&Position, With<Spaceship>>,
+    asteroids: Query<(&Position, Option<&Collision>), With<Asteroid>>,
+    bullets: Query<(), With<Bullet>>,
+) {
+    if !state.playing {
+        return;
+    }
+    let ship = ships.iter().next().copied();
+    if ship.is_none() {
+        if state.lives == 0 {
+            state.playing = false;
+            return;
+        }
+        let centre = Position {
+            x: CENTRE.0,
+            y: CENTRE.1,
+            rotation: 0.0,
+        };
+        let clear = asteroids
+            .iter()
+            .all(|(p, c)| distance(p, &centre) > c.map_or(0.0, |c| c.radius) + 50.0);
+        if clear {
+            spawn_ship(&mut commands);
+        }
+    }
+    if asteroids.is_empty() && bullets.is_empty() {
+        state.level += 1;
+        let avoid = ship.unwrap_or(Position {
+            x: CENTRE.0,
+            y: CENTRE.1,
+            rotation: 0.0,
+        });
+        for _ in 0..2 + state.level {
+            // Place each new asteroid well away from the ship.
+            loop {
+                let p = Position {
+                    x: rng.range(0.0, WIDTH),
+                    y: rng.range(0.0, HEIGHT),
+                    rotation: 0.0,
+                };
+                if distance(&p, &avoid) > 80.0 {
+                    spawn_asteroid(&mut commands, &mut rng, 30.0, p.x, p.y);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The scripted pilot: turn toward the nearest live asteroid, thrust when it is far, fire
+/// when it is roughly ahead.
+pub fn pilot(
+    ships: Query<&Position, (With<Spaceship>, With<MotionControls>)>,
+    asteroids: Query<&Position, (With<Asteroid>, With<Collision>)>,
+    mut pilot: ResMut<Pilot>,
+) {
+    *pilot = Pilot::default();
+    let Some(ship) = ships.iter().next() else {
+        return;
+    };
+    let nearest = asteroids
+        .iter()
+        .map(|a| (distance(ship, a), a))
+        .min_by(|x, y| x.0.total_cmp(&y.0));
+    let Some((dist, target)) = nearest else {
+        return;
+    };
+    let dx = wrapped_delta(ship.x, target.x, WIDTH);
+    let dy = wrapped_delta(ship.y, target.y, HEIGHT);
+    let wanted = dy.atan2(dx);
+    let diff = (wanted - ship.rotation + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU)
+        - std::f32::consts::PI;
+    pilot.turn = diff.clamp(-1.0, 1.0);
+    pilot.thrust = dist > 180.0 && diff.abs() < 0.5;
+    pilot.trigger = diff.abs() < 0.25;
+}
+
+/// Applies the pilot's steering and thrust to ships with motion controls.
+pub fn motion_controls(
+    pilot: Res<Pilot>,
+    time: Res<Time>,
+    mut q: Query<(&MotionControls, &mut Position, &mut Motion)>,
+) {
+    q.for_each(|(controls, mut position, mut motion)| {
+        position.rotation += pilot.turn * controls.rotation_rate * time.dt;
+        if pilot.thrust {
+            let (s, c) = position.rotation.sin_cos();
+            motion.velocity.0 += c * controls.acceleration_rate * time.dt;
+            motion.velocity.1 += s * controls.acceleration_rate * time.dt;
+        }
+    });
+}
+
+/// Holds the trigger of guns with gun controls while the pilot does.
+pub fn gun_controls(pilot: Res<Pilot>, mut q: Query<&mut Gun, With<GunControls>>) {
+    q.for_each(|mut gun| gun.shooting = pilot.trigger);
+}
+
+/// Fires bullets from guns whose trigger is held, no faster than their interval.
+pub fn gun(mut commands: Commands, time: Res<Time>, mut q: Query<(&Position, &mut Gun, &mut Audio)>) {
+    q.for_each(|(position, mut gun, mut audio)| {
+        gun.time_since_last_shot += time.dt;
+        if gun.shooting && gun.time_since_last_shot >= gun.minimum_shot_interval {
+            let (s, c) = position.rotation.sin_cos();
+            let (ox, oy) = gun.offset;
+            commands.spawn((
+                Bullet {
+                    life_remaining: gun.bullet_lifetime,
+                },
+                Position {
+                    x: (position.x + c * ox - s * oy).rem_euclid(WIDTH),
+                    y: (position.y + s * ox + c * oy).rem_euclid(HEIGHT),
+                    rotation: position.rotation,
+                },
+                Motion {
+                    velocity: (c * BULLET_SPEED, s * BULLET_SPEED),
+                    angular_velocity: 0.0,
+                    damping: 0.0,
+                },
+                Display { name: "bullet" },
+            ));
+            gun.time_since_last_shot = 0.0;
+            audio.queue.push("shoot");
+        }
+    });
+}
+
+/// Ages bullets and removes the expired ones.
+pub fn bullet_age(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity, &mut Bullet)>) {
+    q.for_each(|(entity, mut bullet)| {
+        bullet.life_remaining -= time.dt;
+        if bullet.life_remaining <= 0.0 {
+            commands.despawn(entity);
+        }
+    });
+}
+
+/// Counts down destroyed things and removes them when done.
+pub fn death_throes(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity, &mut DeathThroes)>) {
+    q.for_each(|(entity, mut throes)| {
+        throes.countdown -= time.dt;
+        if throes.countdown <= 0.0 {
+            commands.despawn(entity);
+        }
+    });
+}
+
+/// Moves everything, wrapping at the edges and applying damping; in parallel.
+pub fn movement(time: Res<Time>, mut q: Query<(&mut Position, &mut Motion)>) {
+    let dt = time.dt;
+    q.par_for_each(|(mut position, mut motion)| {
+        position.x = (position.x + motion.velocity.0 * dt).rem_euclid(WIDTH);
+        position.y = (position.y + motion.velocity.1 * dt).rem_euclid(HEIGHT);
+        position.rotation += motion.angular_velocity * dt;
+        if motion.damping > 0.0 {
+            let keep = 1.0 - motion.damping * dt;
+            motion.velocity.0 *= keep;
+            motion.velocity.1 *= keep;
+        }
+    });
+}
+
+/// Bullets break asteroids (into two smaller ones while big enough); asteroids destroy the
+/// ship. Destroyed things change state by swapping components.
+pub fn collisions(
+    mut commands: Commands,
+    mut state: ResMut<GameState>,
+    mut rng: ResMut<Rng>,
+    mut explosions: EventWriter<Explosion>,
+    bullets: Query<(Entity, &Position), With<Bullet>>,
+    asteroids: Query<(Entity, &Position, &Collision), (With<Asteroid>, Without<DeathThroes>)>,
+    ships: Query<(Entity, &Position, &Collision), (With<Spaceship>, Without<DeathThroes>)>,
+) {
+    let mut destroyed: Vec<Entity> = Vec::new();
+    for (bullet, bullet_position) in bullets.iter() {
+        let hit = asteroids
+            .iter()
+            .find(|(a, p, c)| !destroyed.contains(a) && distance(bullet_position, p) < c.radius);
+        if let Some((asteroid, position, collision)) = hit {
+            destroyed.push(asteroid);
+            commands.despawn(bullet);
+            if collision.radius > 10.0 {
+                for _ in 0..2 {
+                    spawn_asteroid(
+                        &mut commands,
+                        &mut rng,
+                        collision.radius - 10.0,
+                        position.x,
+                        position.y,
+                    );
+                }
+            }
+            commands.entity(asteroid).remove::<(Collision,)>().insert((
+                DeathThroes { countdown: 3.0 },
+                Display {
+                    name: "asteroid death",
+                },
+            ));
+            state.hits += 1;
+            explosions.send(Explosion::Asteroid);
+        }
+    }
+    for (ship, ship_position, ship_collision) in ships.iter() {
+        let crashed = asteroids.iter().any(|(a, p, c)| {
+            !destroyed.contains(&a) && distance(ship_position, p) < ship_collision.radius + c.radius
+        });
+        if crashed {
+            commands
+                .entity(ship)
+                .remove::<(MotionControls, Gun, GunControls, Collision)>()
+                .insert((DeathThroes { countdown: 5.0 }, Display { name: "ship death" }));
+            state.lives = state.lives.saturating_sub(1);
+            explosions.send(Explosion::Ship);
+        }
+    }
+}
+
+/// The headless renderer: counts what would be drawn.
+pub fn render(q: Query<&Display>, mut stats: ResMut<RenderStats>) {
+    let mut drawn = [0u32; 4];
+    for display in q.iter() {
+        let slot = match display.name {
+            "ship" => 0,
+            "asteroid" => 1,
+            "bullet" => 2,
+            _ => 3,
+        };
+        drawn[slot] += 1;
+    }
+    stats.total += u64::from(drawn.iter().sum::<u32>());
+    stats.drawn = drawn;
+}
+
+/// Plays (counts) queued sounds and explosion events, emptying the queues.
+pub fn audio(mut q: Query<&mut Audio>, mut explosions: EventReader<Explosion>, mut log: ResMut<AudioLog>) {
+    for mut audio in q.iter_mut() {
+        if !audio.queue.is_empty() {
+            log.played[0] += audio.queue.len() as u64;
+            audio.queue.clear();
+        }
+    }
+    for explosion in explosions.read() {
+        match explosion {
+            Explosion::Asteroid => log.played[1] += 1,
+            Explosion::Ship => log.played[2] += 1,
+        }
+    }
+}
+
+/// Advances the frame counter.
+pub fn tick(mut time: ResMut<Time>) {
+    time.frame += 1;
+}
