@@ -228,8 +228,8 @@ impl World {
     }
 
     /// Reserves an entity id through `&self`; safe from many threads at once. The entity
-    /// becomes live (with no components) at the next structural operation or [`flush`](Self::flush);
-    /// use [`spawn_at`](Self::spawn_at) to give it components.
+    /// becomes live (with no components) at the next structural operation or [`flush`]
+    /// (Self::flush); use [`spawn_at`](Self::spawn_at) to give it components.
     pub fn reserve_entity(&self) -> Entity {
         self.entities.reserve_entity()
     }
@@ -284,24 +284,28 @@ impl World {
         self.get_at(entity, location)
     }
 
+    /// `entity`'s `T`, given the entity's current `location` (as [`location`](Self::location)
+    /// returns it; the row is trusted).
     #[inline]
     pub(crate) fn get_at<T: Component>(
         &self,
         entity: Entity,
         location: EntityLocation,
     ) -> Result<&T, EntityError> {
-        let archetype = &self.archetypes.archetypes[location.archetype.index()];
+        let archetypes = &self.archetypes.archetypes;
+        // SAFETY: a live entity's location names an existing archetype (archetypes are never
+        // removed, and `Entities` only hands out locations of live entities).
+        let archetype = unsafe { archetypes.get_unchecked(location.archetype.index()) };
         let column = archetype
             .column_of_type(TypeId::of::<T>())
             .ok_or_else(|| missing::<T>(entity))?;
-        // SAFETY: the column was found by `T`'s `TypeId`, so it stores `T`; `location.row` is
-        // a live row (locations are kept exact); `&self` rules out any `&mut` to it.
+        // SAFETY: `column_of_type` only returns indices of this table's columns; that column
+        // was found by `T`'s `TypeId`, so it stores `T`; `location.row` is a live row
+        // (locations are kept exact), so the typed offset stays inside the buffer; `&self`
+        // rules out any `&mut` to it.
         Ok(unsafe {
-            &*archetype
-                .table
-                .column(column)
-                .ptr(location.row as usize)
-                .cast::<T>()
+            let column = archetype.table.column_unchecked(column);
+            &*column.data_ptr().cast::<T>().add(location.row as usize)
         })
     }
 
@@ -426,8 +430,8 @@ impl World {
 
     /// Clamps every stored change tick older than [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE)
     /// so that none can wrap around into looking new. Runs by itself from structural
-    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`](crate::CHECK_TICK_THRESHOLD)
-    /// ticks; a scheduler also calls it once per run.
+    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`]
+    /// (crate::CHECK_TICK_THRESHOLD) ticks; a scheduler also calls it once per run.
     pub fn check_change_ticks(&mut self) {
         let now = tick_now(&mut self.change_tick);
         if now.get().wrapping_sub(self.last_check_tick.get()) < CHECK_TICK_THRESHOLD {

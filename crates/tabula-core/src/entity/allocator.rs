@@ -17,6 +17,7 @@
 use std::num::NonZeroU32;
 
 use super::{Entity, EntityLocation};
+use crate::archetype::ArchetypeId;
 use crate::sync::{AtomicI64, Ordering};
 
 #[derive(Clone, Copy, Debug)]
@@ -198,7 +199,8 @@ impl Entities {
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<EntityLocation> {
         let meta = self.meta.get(entity.index() as usize)?;
-        if meta.generation == entity.generation && meta.location != EntityLocation::NOWHERE {
+        // A free or reserved slot's location is `NOWHERE`; its archetype half decides.
+        if meta.generation == entity.generation && meta.location.archetype != ArchetypeId::NONE {
             Some(meta.location)
         } else {
             None

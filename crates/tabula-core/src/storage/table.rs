@@ -45,6 +45,18 @@ impl Table {
         &self.columns[index]
     }
 
+    /// [`column`](Self::column) without the bounds check, for indices taken from an
+    /// archetype's own lookup tables.
+    ///
+    /// # Safety
+    /// `index` is less than the number of columns.
+    #[inline]
+    pub(crate) unsafe fn column_unchecked(&self, index: usize) -> &Column {
+        debug_assert!(index < self.columns.len());
+        // SAFETY: in bounds (the caller's contract).
+        unsafe { self.columns.get_unchecked(index) }
+    }
+
     #[inline]
     pub(crate) fn column_mut(&mut self, index: usize) -> &mut Column {
         &mut self.columns[index]
