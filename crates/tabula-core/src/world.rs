@@ -228,8 +228,8 @@ impl World {
     }
 
     /// Reserves an entity id through `&self`; safe from many threads at once. The entity
-    /// becomes live (with no components) at the next structural operation or [`flush`]
-    /// (Self::flush); use [`spawn_at`](Self::spawn_at) to give it components.
+    /// becomes live (with no components) at the next structural operation or [`flush`](Self::flush);
+    /// use [`spawn_at`](Self::spawn_at) to give it components.
     pub fn reserve_entity(&self) -> Entity {
         self.entities.reserve_entity()
     }
@@ -430,8 +430,8 @@ impl World {
 
     /// Clamps every stored change tick older than [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE)
     /// so that none can wrap around into looking new. Runs by itself from structural
-    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`]
-    /// (crate::CHECK_TICK_THRESHOLD) ticks; a scheduler also calls it once per run.
+    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`](crate::CHECK_TICK_THRESHOLD)
+    /// ticks; a scheduler also calls it once per run.
     pub fn check_change_ticks(&mut self) {
         let now = tick_now(&mut self.change_tick);
         if now.get().wrapping_sub(self.last_check_tick.get()) < CHECK_TICK_THRESHOLD {
