@@ -340,49 +340,65 @@ impl Schedule {
         edges.sort_unstable();
         edges.dedup();
 
-        // A sync point after every command-recording system that an ordering edge leaves.
-        let mut needs_sync = vec![false; n];
-        for &(from, _) in &edges {
-            needs_sync[from] |= self.slots[from].access.is_deferred();
+        // Sync points. A command-recording system that an ordering edge leaves needs its
+        // commands applied before its successors run. Systems with exactly the same successors
+        // share one sync point, placed just before the earliest of those successors (not
+        // right after the system): sync points are exclusive, so each is a barrier, and a
+        // late barrier leaves the systems added in between free to run in parallel.
+        let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(from, to) in &edges {
+            if self.slots[from].access.is_deferred() {
+                successors[from].push(to);
+            }
+        }
+        let mut syncs: Vec<(Vec<usize>, Vec<usize>)> = Vec::new(); // (successors, members)
+        for (index, after) in successors.iter().enumerate() {
+            if after.is_empty() {
+                continue;
+            }
+            match syncs.iter_mut().find(|(s, _)| s == after) {
+                Some((_, members)) => members.push(index),
+                None => syncs.push((after.clone(), vec![index])),
+            }
         }
         let mut nodes = Vec::new();
+        let mut names = Vec::new();
         let mut node_of = vec![0; n];
-        let mut sync_of = vec![usize::MAX; n];
+        let mut sync_node = vec![0; syncs.len()];
         for index in 0..n {
+            for (sync, (after, members)) in syncs.iter().enumerate() {
+                if after[0] == index {
+                    sync_node[sync] = nodes.len();
+                    nodes.push(Node::Sync);
+                    let members: Vec<&str> = members
+                        .iter()
+                        .map(|&m| short_name(self.slots[m].system.name()))
+                        .collect();
+                    names.push(format!("sync after {}", members.join(", ")));
+                }
+            }
             node_of[index] = nodes.len();
             nodes.push(Node::System(index));
-            if needs_sync[index] {
-                sync_of[index] = nodes.len();
-                nodes.push(Node::Sync);
-            }
+            names.push(self.slots[index].system.name().to_string());
         }
         let mut node_edges = Vec::new();
         for &(from, to) in &edges {
-            if needs_sync[from] {
-                node_edges.push((node_of[from], sync_of[from]));
-                node_edges.push((sync_of[from], node_of[to]));
-            } else {
+            if successors[from].is_empty() {
                 node_edges.push((node_of[from], node_of[to]));
             }
         }
-        let exclusive = crate::access::SystemAccess::exclusive();
-        let mut names = Vec::with_capacity(nodes.len());
-        let mut accesses = Vec::with_capacity(nodes.len());
-        for (node, kind) in nodes.iter().enumerate() {
-            match *kind {
-                Node::System(index) => {
-                    names.push(self.slots[index].system.name().to_string());
-                    accesses.push(&self.slots[index].access);
-                }
-                Node::Sync => {
-                    let Node::System(before) = nodes[node - 1] else {
-                        unreachable!("a sync point follows its system")
-                    };
-                    names.push(format!("sync after {}", self.slots[before].system.name()));
-                    accesses.push(&exclusive);
-                }
-            }
+        for (sync, (after, members)) in syncs.iter().enumerate() {
+            node_edges.extend(members.iter().map(|&m| (node_of[m], sync_node[sync])));
+            node_edges.extend(after.iter().map(|&t| (sync_node[sync], node_of[t])));
         }
+        let exclusive = crate::access::SystemAccess::exclusive();
+        let accesses: Vec<&crate::access::SystemAccess> = nodes
+            .iter()
+            .map(|node| match *node {
+                Node::System(index) => &self.slots[index].access,
+                Node::Sync => &exclusive,
+            })
+            .collect();
         let graph = graph::build(&names, &accesses, &node_edges)?;
         let state = RunState::new(&graph.deps);
         Ok(BuiltSchedule {
@@ -475,7 +491,7 @@ impl Schedule {
             let label = if matches!(built.nodes[node], Node::Sync) {
                 "sync"
             } else {
-                short.as_str()
+                short
             };
             writeln!(
                 dot,
@@ -528,8 +544,8 @@ impl Schedule {
     }
 }
 
-/// `crate::module::function` -> `function`, keeping generic arguments readable.
-fn short_name(name: &str) -> String {
+/// `crate::module::function` -> `function`.
+fn short_name(name: &str) -> &str {
     let base = name.split('<').next().unwrap_or(name);
-    base.rsplit("::").next().unwrap_or(base).to_string()
+    base.rsplit("::").next().unwrap_or(base)
 }
