@@ -363,9 +363,9 @@ impl Schedule {
         }
         let mut nodes = Vec::new();
         let mut names = Vec::new();
-        let mut node_of = vec![0; n];
+        let mut node_of = Vec::with_capacity(n);
         let mut sync_node = vec![0; syncs.len()];
-        for index in 0..n {
+        for (index, slot) in self.slots.iter().enumerate() {
             for (sync, (after, members)) in syncs.iter().enumerate() {
                 if after[0] == index {
                     sync_node[sync] = nodes.len();
@@ -377,9 +377,9 @@ impl Schedule {
                     names.push(format!("sync after {}", members.join(", ")));
                 }
             }
-            node_of[index] = nodes.len();
+            node_of.push(nodes.len());
             nodes.push(Node::System(index));
-            names.push(self.slots[index].system.name().to_string());
+            names.push(slot.system.name().to_string());
         }
         let mut node_edges = Vec::new();
         for &(from, to) in &edges {
