@@ -1,0 +1,363 @@
+//! Scheduler benchmarks: one `Schedule::run` with the parallel and the single-threaded
+//! executor, each beside a baseline that does the same work without an ECS.
+//!
+//! - `schedule` (ecs_bench_suite): 10k entities each of (A, B), (A, B, C), (A, B, C, D) and
+//!   (A, B, C, E); three systems swap A<->B, C<->D and C<->E. `raw` is the same three swaps
+//!   as plain sequential loops over plain `Vec` columns.
+//! - `empty_systems`: 1 / 10 / 100 / 1000 distinct parameterless systems. `raw` calls the same
+//!   functions through a `Vec<fn()>`. The throughput is the number of systems, so criterion
+//!   reports systems per second; the summary gives ns per system.
+//! - `busy_systems`: 15 systems over 50k entities with mixed access (read-only, disjoint
+//!   writers, and conflicting pairs that the graph orders), each doing a few flops per entity;
+//!   single-threaded against parallel executor.
+//!
+//! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
+//! `docs/benchmarks-schedule.md`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use tabula::prelude::*;
+use tabula::schedule::prelude::*;
+
+const EXECUTORS: [(&str, ExecutorKind); 2] = [
+    ("parallel", ExecutorKind::Parallel),
+    ("single_threaded", ExecutorKind::SingleThreaded),
+];
+
+// ---------------------------------------------------------------------------------------
+// schedule
+
+struct A(f32);
+struct B(f32);
+struct C(f32);
+struct D(f32);
+struct E(f32);
+
+fn swap_ab(mut q: Query<(&mut A, &mut B)>) {
+    q.for_each(|(mut a, mut b)| std::mem::swap(&mut a.0, &mut b.0));
+}
+
+fn swap_cd(mut q: Query<(&mut C, &mut D)>) {
+    q.for_each(|(mut c, mut d)| std::mem::swap(&mut c.0, &mut d.0));
+}
+
+fn swap_ce(mut q: Query<(&mut C, &mut E)>) {
+    q.for_each(|(mut c, mut e)| std::mem::swap(&mut c.0, &mut e.0));
+}
+
+/// The raw baseline's storage: one `Vec` per column per archetype.
+#[derive(Default)]
+struct RawColumns {
+    a: Vec<A>,
+    b: Vec<B>,
+    c: Vec<C>,
+    d: Vec<D>,
+    e: Vec<E>,
+}
+
+fn schedule(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let mut group = c.benchmark_group("schedule");
+
+    let mut raw: [RawColumns; 4] = Default::default();
+    for (kind, table) in raw.iter_mut().enumerate() {
+        for i in 0..N {
+            let v = i as f32;
+            table.a.push(A(v));
+            table.b.push(B(v + 1.0));
+            if kind >= 1 {
+                table.c.push(C(v + 2.0));
+            }
+            if kind == 2 {
+                table.d.push(D(v + 3.0));
+            }
+            if kind == 3 {
+                table.e.push(E(v + 4.0));
+            }
+        }
+    }
+    group.bench_function("raw", |b| {
+        b.iter(|| {
+            let raw = black_box(&mut raw);
+            for table in raw.iter_mut() {
+                for (a, b) in table.a.iter_mut().zip(&mut table.b) {
+                    std::mem::swap(&mut a.0, &mut b.0);
+                }
+            }
+            let t = &mut raw[2];
+            for (c, d) in t.c.iter_mut().zip(&mut t.d) {
+                std::mem::swap(&mut c.0, &mut d.0);
+            }
+            let t = &mut raw[3];
+            for (c, e) in t.c.iter_mut().zip(&mut t.e) {
+                std::mem::swap(&mut c.0, &mut e.0);
+            }
+        })
+    });
+
+    for (name, executor) in EXECUTORS {
+        let mut world = World::new();
+        for i in 0..N {
+            let v = i as f32;
+            world.spawn((A(v), B(v + 1.0)));
+            world.spawn((A(v), B(v + 1.0), C(v + 2.0)));
+            world.spawn((A(v), B(v + 1.0), C(v + 2.0), D(v + 3.0)));
+            world.spawn((A(v), B(v + 1.0), C(v + 2.0), E(v + 4.0)));
+        }
+        let mut schedule = Schedule::new();
+        schedule.add_systems((swap_ab, swap_cd, swap_ce));
+        schedule.set_executor(executor);
+        group.bench_function(name, |b| b.iter(|| schedule.run(black_box(&mut world))));
+    }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// empty_systems
+
+/// One distinct empty function per `I`.
+fn empty<const I: usize>() {}
+
+/// Receives `empty::<I>` for `I` in `0..1000`, in order.
+trait Visit {
+    fn visit<const I: usize>(&mut self);
+}
+
+macro_rules! visit_units {
+    ($v:ident, $h:literal, $t:literal) => {
+        $v.visit::<{ $h * 100 + $t * 10 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 1 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 2 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 3 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 4 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 5 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 6 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 7 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 8 }>();
+        $v.visit::<{ $h * 100 + $t * 10 + 9 }>();
+    };
+}
+
+macro_rules! visit_tens {
+    ($v:ident, $h:literal) => {
+        visit_units!($v, $h, 0);
+        visit_units!($v, $h, 1);
+        visit_units!($v, $h, 2);
+        visit_units!($v, $h, 3);
+        visit_units!($v, $h, 4);
+        visit_units!($v, $h, 5);
+        visit_units!($v, $h, 6);
+        visit_units!($v, $h, 7);
+        visit_units!($v, $h, 8);
+        visit_units!($v, $h, 9);
+    };
+}
+
+/// Visits the first thousand `empty::<I>`.
+fn visit_thousand(v: &mut impl Visit) {
+    visit_tens!(v, 0);
+    visit_tens!(v, 1);
+    visit_tens!(v, 2);
+    visit_tens!(v, 3);
+    visit_tens!(v, 4);
+    visit_tens!(v, 5);
+    visit_tens!(v, 6);
+    visit_tens!(v, 7);
+    visit_tens!(v, 8);
+    visit_tens!(v, 9);
+}
+
+/// Adds the first `n` empty systems to a schedule.
+struct AddSystems<'a> {
+    schedule: &'a mut Schedule,
+    n: usize,
+}
+
+impl Visit for AddSystems<'_> {
+    fn visit<const I: usize>(&mut self) {
+        if I < self.n {
+            self.schedule.add_systems(empty::<I>);
+        }
+    }
+}
+
+/// Collects the first `n` empty functions as pointers.
+struct CollectFns {
+    fns: Vec<fn()>,
+    n: usize,
+}
+
+impl Visit for CollectFns {
+    fn visit<const I: usize>(&mut self) {
+        if I < self.n {
+            self.fns.push(empty::<I>);
+        }
+    }
+}
+
+fn empty_systems(c: &mut Criterion) {
+    let mut group = c.benchmark_group("empty_systems");
+    for n in [1, 10, 100, 1000] {
+        group.throughput(Throughput::Elements(n as u64));
+
+        let mut collect = CollectFns {
+            fns: Vec::with_capacity(n),
+            n,
+        };
+        visit_thousand(&mut collect);
+        let fns = collect.fns;
+        group.bench_with_input(BenchmarkId::new("raw", n), &fns, |b, fns| {
+            b.iter(|| {
+                for f in black_box(fns) {
+                    f();
+                }
+            })
+        });
+
+        for (name, executor) in EXECUTORS {
+            let mut world = World::new();
+            let mut schedule = Schedule::new();
+            visit_thousand(&mut AddSystems {
+                schedule: &mut schedule,
+                n,
+            });
+            assert_eq!(schedule.len(), n);
+            schedule.set_executor(executor);
+            group.bench_function(BenchmarkId::new(name, n), |b| {
+                b.iter(|| schedule.run(black_box(&mut world)))
+            });
+        }
+    }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// busy_systems
+
+struct Pos(f32);
+struct Vel(f32);
+struct Acc(f32);
+struct Mass(f32);
+struct Health(f32);
+struct Energy(f32);
+struct Temp(f32);
+struct Color(f32);
+struct Score(f32);
+struct Age(f32);
+
+const DT: f32 = 1.0 / 60.0;
+
+// Writers. The access pattern (W = writes, R = reads) and what the graph makes of it:
+//   accel     W Acc      R Mass
+//   age       W Age
+//   velocity  W Vel      R Acc            after accel (Acc)
+//   heat      W Temp     R Mass
+//   position  W Pos      R Vel            after velocity (Vel)
+//   health    W Health   R Energy
+//   energy    W Energy   R Vel            after velocity (Vel), health (Energy)
+//   color     W Color    R Temp           after heat (Temp)
+//   score     W Score    R Health, Age    after health, age
+// Readers (sum into a `Local`):
+//   sum_pos R Pos; sum_vel R Vel; sum_health R Health, Energy; sum_color R Temp, Color;
+//   sum_score R Score, Age; sum_acc R Mass, Acc — each after the writers of what it reads.
+
+fn accel(mut q: Query<(&mut Acc, &Mass)>) {
+    q.for_each(|(mut a, m)| a.0 = (a.0 * 0.5 + 9.81 / m.0).sin());
+}
+
+fn age(mut q: Query<&mut Age>) {
+    q.for_each(|mut a| a.0 = (a.0 + DT).min(1000.0).sqrt() * a.0.sqrt().max(1.0));
+}
+
+fn velocity(mut q: Query<(&mut Vel, &Acc)>) {
+    q.for_each(|(mut v, a)| v.0 = (v.0 * 0.99 + a.0 * DT).clamp(-100.0, 100.0).sin());
+}
+
+fn heat(mut q: Query<(&mut Temp, &Mass)>) {
+    q.for_each(|(mut t, m)| t.0 = (t.0 * 0.999 + m.0.sqrt() * 0.01).cos() + 1.0);
+}
+
+fn position(mut q: Query<(&mut Pos, &Vel)>) {
+    q.for_each(|(mut p, v)| p.0 = (p.0 + v.0 * DT).rem_euclid(1000.0).sqrt() * 31.6);
+}
+
+fn health(mut q: Query<(&mut Health, &Energy)>) {
+    q.for_each(|(mut h, e)| h.0 = (h.0 + e.0.abs().sqrt() * DT).min(100.0).ln_1p() * 20.0);
+}
+
+fn energy(mut q: Query<(&mut Energy, &Vel)>) {
+    q.for_each(|(mut e, v)| e.0 = (e.0 - v.0 * v.0 * DT).max(0.0).sqrt() * 10.0);
+}
+
+fn color(mut q: Query<(&mut Color, &Temp)>) {
+    q.for_each(|(mut c, t)| c.0 = (t.0 * 0.5).tanh() * 0.5 + c.0 * 0.5);
+}
+
+fn score(mut q: Query<(&mut Score, &Health, &Age)>) {
+    q.for_each(|(mut s, h, a)| s.0 = (s.0 * 0.9 + h.0 * a.0.sqrt()).ln_1p());
+}
+
+fn sum_pos(q: Query<&Pos>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|p| p.0.sqrt()).sum::<f32>();
+}
+
+fn sum_vel(q: Query<&Vel>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|v| v.0.abs().sqrt()).sum::<f32>();
+}
+
+fn sum_health(q: Query<(&Health, &Energy)>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|(h, e)| (h.0 * e.0).abs().sqrt()).sum::<f32>();
+}
+
+fn sum_color(q: Query<(&Temp, &Color)>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|(t, c)| (t.0 - c.0).abs().sqrt()).sum::<f32>();
+}
+
+fn sum_score(q: Query<(&Score, &Age)>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|(s, a)| (s.0 + a.0).abs().sqrt()).sum::<f32>();
+}
+
+fn sum_acc(q: Query<(&Mass, &Acc)>, mut sum: Local<f32>) {
+    *sum += q.iter().map(|(m, a)| (m.0 * a.0).abs().sqrt()).sum::<f32>();
+}
+
+fn busy_systems(c: &mut Criterion) {
+    const N: usize = 50_000;
+    let mut group = c.benchmark_group("busy_systems");
+    for (name, executor) in EXECUTORS {
+        let mut world = World::new();
+        for i in 0..N {
+            let v = (i % 1000) as f32 + 1.0;
+            world.spawn((
+                Pos(v),
+                Vel(v * 0.1),
+                Acc(0.0),
+                Mass(v),
+                Health(50.0),
+                Energy(v),
+                Temp(20.0),
+                Color(0.5),
+                Score(0.0),
+                Age(v),
+            ));
+        }
+        let mut schedule = Schedule::new();
+        schedule.add_systems((accel, age, velocity, heat, position, health, energy, color, score));
+        schedule.add_systems((sum_pos, sum_vel, sum_health, sum_color, sum_score, sum_acc));
+        assert_eq!(schedule.len(), 15);
+        schedule.set_executor(executor);
+        group.bench_function(name, |b| b.iter(|| schedule.run(black_box(&mut world))));
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(3));
+    targets = schedule, empty_systems, busy_systems
+}
+criterion_main!(benches);
