@@ -210,11 +210,18 @@ impl World {
     /// Makes every reservation (see [`reserve_entity`](Self::reserve_entity)) a live, empty
     /// entity. Every structural method calls this first; call it yourself to make
     /// reservations visible to `&self` methods such as [`contains`](Self::contains).
+    #[inline]
     pub fn flush(&mut self) {
         self.check_change_ticks();
-        if !self.entities.needs_flush() {
-            return;
+        if self.entities.needs_flush() {
+            self.flush_reserved();
         }
+    }
+
+    /// The slow half of [`flush`](Self::flush), kept out of line: every structural
+    /// operation calls `flush`, and almost always there is nothing to do.
+    #[cold]
+    fn flush_reserved(&mut self) {
         let empty = &mut self.archetypes.archetypes[ArchetypeId::EMPTY.index()].table;
         self.entities.flush(|entity| {
             // SAFETY: the empty archetype's table has no columns, so a pushed row is
