@@ -82,7 +82,7 @@ fn play(options: &Options, threads: usize) {
         let start = Instant::now();
         game.step();
         frame_times.push(start.elapsed().as_secs_f64() * 1e6);
-        parallelism += game.schedule.last_trace().map_or(0.0, |t| t.parallelism());
+        parallelism += game.schedule.last_trace().map_or(0.0, |t| t.concurrency());
         peak_entities = peak_entities.max(game.world.len());
         if frame % 60 == 0 {
             let state = game.state();
@@ -122,7 +122,7 @@ fn play(options: &Options, threads: usize) {
         peak_entities
     );
     println!(
-        "systems running at once, on average: {:.2} (of {} systems)",
+        "systems running at once, on average while any ran: {:.2} (of {} systems)",
         parallelism / f64::from(options.frames.max(1)),
         game.schedule.len()
     );
