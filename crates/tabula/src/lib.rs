@@ -26,6 +26,11 @@ pub use tabula_schedule as schedule;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The guide, compiled so that every snippet in it runs as a doctest.
+#[doc = include_str!("../../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
+
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
     pub use tabula_schedule::prelude::*;
