@@ -90,14 +90,59 @@ pub(crate) struct RunContext {
 
 /// Runs one system node (its conditions, then the system).
 ///
+/// Every [`SAMPLE_EVERY`]th run (and the first [`WARM_SAMPLES`], and every traced run) is
+/// timed, out of line, so that the common path carries no clock reads.
+///
 /// # Safety
 /// The caller holds the slot's declared access for the call (for an exclusive slot: the
 /// whole world, through a mutable cell), and the slot was initialised with this world.
+#[inline]
 pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
-    let sample =
-        ctx.trace_start.is_some() || slot.samples < WARM_SAMPLES || slot.runs.is_multiple_of(SAMPLE_EVERY);
-    slot.runs = slot.runs.wrapping_add(1);
-    let start = sample.then(Instant::now);
+    let runs = slot.runs;
+    slot.runs = runs.wrapping_add(1);
+    if ctx.trace_start.is_some() || slot.samples < WARM_SAMPLES || runs.is_multiple_of(SAMPLE_EVERY) {
+        // SAFETY: forwarded contract.
+        unsafe { run_system_timed(slot, world, ctx) }
+    } else {
+        // SAFETY: forwarded contract.
+        unsafe { run_system_body(slot, world) }
+    }
+}
+
+/// [`run_system`] with its cost measured (and traced when tracing).
+///
+/// # Safety
+/// As [`run_system`].
+#[cold]
+#[inline(never)]
+unsafe fn run_system_timed(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
+    let start = Instant::now();
+    // SAFETY: forwarded contract.
+    unsafe { run_system_body(slot, world) };
+    let elapsed = start.elapsed();
+    let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    slot.cost_ns = if slot.samples == 0 {
+        ns
+    } else {
+        (slot.cost_ns / 4) * 3 + ns / 4
+    };
+    slot.samples = slot.samples.saturating_add(1);
+    if let Some(run_start) = ctx.trace_start {
+        slot.trace = Some(TraceEvent {
+            name: slot.system.name().to_string(),
+            thread: thread_id(),
+            start_us: (start - run_start).as_secs_f64() * 1e6,
+            duration_us: elapsed.as_secs_f64() * 1e6,
+        });
+    }
+}
+
+/// The conditions, then the system.
+///
+/// # Safety
+/// As [`run_system`].
+#[inline(always)]
+unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
     // SAFETY: structure only, to catch up with new archetypes; the caller's access covers it.
     let structure = unsafe { world.world() };
     let mut allowed = true;
@@ -110,24 +155,6 @@ pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_
         slot.system.update_archetypes(structure);
         // SAFETY: forwarded contract.
         unsafe { slot.system.run_unsafe(world) };
-    }
-    if let Some(start) = start {
-        let elapsed = start.elapsed();
-        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        slot.cost_ns = if slot.samples == 0 {
-            ns
-        } else {
-            (slot.cost_ns / 4) * 3 + ns / 4
-        };
-        slot.samples = slot.samples.saturating_add(1);
-        if let Some(run_start) = ctx.trace_start {
-            slot.trace = Some(TraceEvent {
-                name: slot.system.name().to_string(),
-                thread: thread_id(),
-                start_us: (start - run_start).as_secs_f64() * 1e6,
-                duration_us: elapsed.as_secs_f64() * 1e6,
-            });
-        }
     }
 }
 
