@@ -60,6 +60,44 @@ unsafe fn grow_array(ptr: NonNull<u8>, item: Layout, old_rows: usize, new_rows: 
     NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(new))
 }
 
+/// Copies one value of `size` bytes. Most components are a few words; for those sizes the
+/// length is a constant, so the copy compiles to a few moves instead of a call to `memcpy`
+/// (structural changes copy every component of a row twice).
+///
+/// # Safety
+/// As for `ptr::copy_nonoverlapping(src, dst, size)`.
+#[inline]
+unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
+    // SAFETY: the caller's contract; every arm copies exactly `size` bytes.
+    unsafe {
+        match size {
+            4 => ptr::copy_nonoverlapping(src, dst, 4),
+            8 => ptr::copy_nonoverlapping(src, dst, 8),
+            12 => ptr::copy_nonoverlapping(src, dst, 12),
+            16 => ptr::copy_nonoverlapping(src, dst, 16),
+            _ => ptr::copy_nonoverlapping(src, dst, size),
+        }
+    }
+}
+
+/// Swaps two values of `size` bytes; constant-length for common sizes, as in [`copy_value`].
+///
+/// # Safety
+/// As for `ptr::swap_nonoverlapping(a, b, size)`.
+#[inline]
+unsafe fn swap_values(a: *mut u8, b: *mut u8, size: usize) {
+    // SAFETY: the caller's contract; every arm swaps exactly `size` bytes.
+    unsafe {
+        match size {
+            4 => ptr::swap_nonoverlapping(a, b, 4),
+            8 => ptr::swap_nonoverlapping(a, b, 8),
+            12 => ptr::swap_nonoverlapping(a, b, 12),
+            16 => ptr::swap_nonoverlapping(a, b, 16),
+            _ => ptr::swap_nonoverlapping(a, b, size),
+        }
+    }
+}
+
 /// Frees an array made by [`grow_array`].
 ///
 /// # Safety
@@ -156,7 +194,7 @@ impl Column {
     pub(crate) unsafe fn move_within(&mut self, from: usize, to: usize) {
         // SAFETY: distinct in-bounds rows of the same buffers.
         unsafe {
-            ptr::copy_nonoverlapping(self.ptr(from), self.ptr(to), self.item.size());
+            copy_value(self.ptr(from), self.ptr(to), self.item.size());
             *self.added.as_ptr().add(to) = *self.added.as_ptr().add(from);
             *self.changed.as_ptr().add(to) = *self.changed.as_ptr().add(from);
         }
@@ -170,7 +208,7 @@ impl Column {
     pub(crate) unsafe fn swap(&mut self, a: usize, b: usize) {
         // SAFETY: distinct in-bounds rows of the same buffers.
         unsafe {
-            ptr::swap_nonoverlapping(self.ptr(a), self.ptr(b), self.item.size());
+            swap_values(self.ptr(a), self.ptr(b), self.item.size());
             ptr::swap(self.added.as_ptr().add(a), self.added.as_ptr().add(b));
             ptr::swap(self.changed.as_ptr().add(a), self.changed.as_ptr().add(b));
         }
@@ -187,7 +225,7 @@ impl Column {
         debug_assert_eq!(self.item, dst.item);
         // SAFETY: in-bounds slots of two different columns of the same type.
         unsafe {
-            ptr::copy_nonoverlapping(self.ptr(row), dst.ptr(dst_row), self.item.size());
+            copy_value(self.ptr(row), dst.ptr(dst_row), self.item.size());
             dst.added
                 .as_ptr()
                 .add(dst_row)
