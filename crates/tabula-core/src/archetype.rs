@@ -179,18 +179,20 @@ impl Archetypes {
 }
 
 /// Two distinct archetypes, both mutably (a move reads one table and writes the other).
+#[inline]
 pub(crate) fn pair_mut(
     archetypes: &mut [Archetype],
     a: ArchetypeId,
     b: ArchetypeId,
 ) -> (&mut Archetype, &mut Archetype) {
-    assert_ne!(a, b, "pair_mut needs two distinct archetypes");
-    let (a, b) = (a.index(), b.index());
-    if a < b {
-        let (low, high) = archetypes.split_at_mut(b);
-        (&mut low[a], &mut high[0])
-    } else {
-        let (low, high) = archetypes.split_at_mut(a);
-        (&mut high[0], &mut low[b])
+    match archetypes.get_disjoint_mut([a.index(), b.index()]) {
+        Ok([a, b]) => (a, b),
+        Err(_) => pair_mut_failed(a, b),
     }
+}
+
+#[cold]
+#[track_caller]
+fn pair_mut_failed(a: ArchetypeId, b: ArchetypeId) -> ! {
+    panic!("pair_mut needs two distinct, existing archetypes, got {a:?} and {b:?}")
 }
