@@ -8,14 +8,25 @@
 //!   as flat `f32` lanes (vectorises); `tabula_chunk` does the same over `for_each_chunk`.
 //! - `par_big_iter`: the 1M pass with `par_for_each`, beside the serial tabula pass.
 //! - `frag_iter`: 26 archetypes of 20 entities; `data *= 2` over `&mut Data`.
-//!
-//! Entries named `tabula_untracked` / `tabula_one_archetype` are diagnostics, not workloads:
-//! they remove one cost (the changed-tick store, the fragmentation) to measure it.
 //! - `heavy_compute`: 1k entities, 100 4x4 inversions each, in parallel and serially.
 //! - `changed_filter`: a `Changed<T>` pass over 100k rows of which 1% changed.
 //!
+//! Entries named `tabula_untracked` / `tabula_one_archetype` are diagnostics, not workloads:
+//! they remove one cost (the changed-tick store, the fragmentation) to measure it.
+//!
 //! Run with `cargo bench -p tabula-benches --bench query`; results are summarised in
 //! `docs/benchmarks-query.md`.
+//!
+//! ## Interleaved mode, for busy machines
+//!
+//! Criterion measures one entry after another, so on a shared machine a load change between
+//! `tabula` and `raw` skews their ratio. With `TABULA_BENCH_ROUNDS=<n>` set, each group
+//! instead runs its entries in turn, `n` rounds of about 2 ms each, and reports every entry's
+//! fastest round (the cost with the least interference) and its ratio to the baseline:
+//!
+//! ```text
+//! TABULA_BENCH_ROUNDS=200 cargo bench -p tabula-benches --bench query [-- <group filter>]
+//! ```
 
 // The fragmentation components are spawned for their archetypes and never read.
 #![allow(dead_code)]
@@ -23,10 +34,153 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 use rayon::prelude::*;
 use tabula::prelude::*;
-use tabula::{BatchSize, Changed};
+use tabula::{BatchSize, Changed, QueryState};
+
+// ---------------------------------------------------------------------------------------
+// Running a group: criterion, or interleaved rounds
+
+/// `TABULA_BENCH_ROUNDS`, when set: the number of interleaved rounds.
+fn interleaved_rounds() -> Option<usize> {
+    let rounds = std::env::var("TABULA_BENCH_ROUNDS").ok()?;
+    Some(
+        rounds
+            .parse()
+            .expect("TABULA_BENCH_ROUNDS must be a number of rounds"),
+    )
+}
+
+/// In interleaved mode, whether the group is selected by the command line's filter.
+fn selected(group: &str) -> bool {
+    std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with("--"))
+        .is_none_or(|filter| group.contains(&filter))
+}
+
+/// One entry under criterion. With `prepare`, it runs before every timed pass, untimed.
+fn criterion_entry<S>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    state: &mut S,
+    prepare: Option<impl FnMut(&mut S)>,
+    mut run: impl FnMut(&mut S),
+) {
+    match prepare {
+        None => group.bench_function(name, |b| b.iter(|| run(state))),
+        Some(mut prepare) => group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    prepare(state);
+                    let start = Instant::now();
+                    run(state);
+                    total += start.elapsed();
+                }
+                total
+            })
+        }),
+    };
+}
+
+/// Fastest time of one pass over one interleaved round; `reps` passes make a round.
+fn interleaved_round<S>(
+    state: &mut S,
+    reps: usize,
+    prepare: &mut Option<impl FnMut(&mut S)>,
+    run: &mut impl FnMut(&mut S),
+) -> f64 {
+    let mut total = Duration::ZERO;
+    match prepare {
+        None => {
+            let start = Instant::now();
+            for _ in 0..reps {
+                run(state);
+            }
+            total = start.elapsed();
+        }
+        Some(prepare) => {
+            for _ in 0..reps {
+                prepare(state);
+                let start = Instant::now();
+                run(state);
+                total += start.elapsed();
+            }
+        }
+    }
+    total.as_secs_f64() / reps as f64
+}
+
+/// Prints the fastest round of each entry, and its ratio to the group's baseline (`raw`, or
+/// the first entry whose name starts with `raw`).
+fn interleaved_report(group: &str, names: &[&str], best: &[f64]) {
+    let baseline = names
+        .iter()
+        .position(|&n| n == "raw")
+        .or_else(|| names.iter().position(|n| n.starts_with("raw")))
+        .unwrap_or(0);
+    for (name, &secs) in names.iter().zip(best) {
+        println!(
+            "{:<40} fastest round {:>12.1} ns   x{:.3} of {}",
+            format!("{group}/{name}"),
+            secs * 1e9,
+            secs / best[baseline],
+            names[baseline]
+        );
+    }
+}
+
+/// Optional `prepare` closure of an entry.
+macro_rules! prepare {
+    () => {
+        None::<fn(&mut _)>
+    };
+    ($prepare:expr) => {
+        Some($prepare)
+    };
+}
+
+/// Runs the entries `name => |state| pass` (optionally `, prepare |state| untimed setup`) of
+/// one group over `state`, under criterion or interleaved.
+macro_rules! bench_group {
+    ($c:expr, $group:expr, $state:expr, [$($name:literal => $run:expr $(, prepare $prepare:expr)?;)+]) => {{
+        let state = $state;
+        match interleaved_rounds() {
+            None => {
+                let mut group = $c.benchmark_group($group);
+                $(criterion_entry(&mut group, $name, &mut *state, prepare!($($prepare)?), $run);)+
+                group.finish();
+            }
+            Some(_) if !selected($group) => {}
+            Some(rounds) => {
+                let names = [$($name),+];
+                let mut best = vec![f64::MAX; names.len()];
+                let mut reps = vec![0usize; names.len()];
+                for round in 0..=rounds {
+                    let mut entry = 0;
+                    $(
+                        let mut prepare = prepare!($($prepare)?);
+                        let mut run = $run;
+                        if round == 0 {
+                            // Warm up, then size a round to about 2 ms.
+                            let once = interleaved_round(&mut *state, 1, &mut prepare, &mut run);
+                            reps[entry] = ((2e-3 / once.max(1e-9)) as usize).clamp(1, 100_000);
+                        } else {
+                            let secs = interleaved_round(&mut *state, reps[entry], &mut prepare, &mut run);
+                            best[entry] = best[entry].min(secs);
+                        }
+                        entry += 1;
+                    )+
+                    let _ = entry;
+                }
+                interleaved_report($group, &names, &best);
+            }
+        }
+    }};
+}
 
 // The components of the community's standard workloads (ecs_bench_suite). `#[repr(C)]` so
 // that the chunk and flat baselines may view a column as `f32` lanes.
@@ -95,94 +249,83 @@ fn integrate_lanes(positions: &mut [f32], velocities: &[f32]) {
     }
 }
 
-/// One benchmark group of the `pos += vel` pass over `n` entities, serially.
-fn iter_group(c: &mut Criterion, name: &str, n: usize) {
-    let mut group = c.benchmark_group(name);
-    {
+/// `pos += vel` over `n` entities: a world and its query, and the same data in plain `Vec`s.
+struct IterState {
+    world: World,
+    query: QueryState<(&'static mut Position, &'static Velocity)>,
+    positions: Vec<Position>,
+    velocities: Vec<Velocity>,
+}
+
+impl IterState {
+    fn new(n: usize) -> Self {
         let mut world = World::new();
         world.spawn_batch((0..n).map(simple_bundle)).for_each(drop);
-        let mut query = world.query::<(&mut Position, &Velocity)>();
-        group.bench_function("tabula", |b| {
-            b.iter(|| query.for_each(&mut world, |(mut pos, vel)| integrate(&mut pos, vel)))
-        });
+        let query = world.query();
+        Self {
+            world,
+            query,
+            positions: (0..n).map(|i| simple_bundle(i).1).collect(),
+            velocities: (0..n).map(|i| simple_bundle(i).3).collect(),
+        }
+    }
+}
+
+/// The serial `pos += vel` entries, over `state`.
+fn iter_group(c: &mut Criterion, name: &str, state: &mut IterState) {
+    bench_group!(c, name, state, [
+        "tabula" => |s: &mut IterState| {
+            s.query.for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
+        };
         // Diagnostic: the same pass writing through `bypass_change_detection`, so without the
         // per-row changed-tick store; the gap to `tabula` is the cost of change detection.
-        group.bench_function("tabula_untracked", |b| {
-            b.iter(|| {
-                query.for_each(&mut world, |(mut pos, vel)| {
-                    integrate(pos.bypass_change_detection(), vel)
-                })
-            })
-        });
-        group.bench_function("tabula_chunk", |b| {
-            b.iter(|| {
-                query.for_each_chunk(&mut world, |(positions, velocities)| {
-                    integrate_lanes(lanes_mut(positions), lanes(velocities))
-                })
-            })
-        });
-    }
-    {
-        let mut positions: Vec<Position> = (0..n).map(|i| simple_bundle(i).1).collect();
-        let velocities: Vec<Velocity> = (0..n).map(|i| simple_bundle(i).3).collect();
-        group.bench_function("raw", |b| {
-            b.iter(|| {
-                let (positions, velocities) = black_box((&mut positions, &velocities));
-                for (pos, vel) in positions.iter_mut().zip(velocities.iter()) {
-                    integrate(pos, vel);
-                }
-            })
-        });
-        group.bench_function("raw_flat", |b| {
-            b.iter(|| {
-                let (positions, velocities) = black_box((&mut positions, &velocities));
+        "tabula_untracked" => |s: &mut IterState| {
+            s.query.for_each(&mut s.world, |(mut pos, vel)| integrate(pos.bypass_change_detection(), vel))
+        };
+        "tabula_chunk" => |s: &mut IterState| {
+            s.query.for_each_chunk(&mut s.world, |(positions, velocities)| {
                 integrate_lanes(lanes_mut(positions), lanes(velocities))
             })
-        });
-    }
-    group.finish();
+        };
+        "raw" => |s: &mut IterState| {
+            let (positions, velocities) = black_box((&mut s.positions, &s.velocities));
+            for (pos, vel) in positions.iter_mut().zip(velocities.iter()) {
+                integrate(pos, vel);
+            }
+        };
+        "raw_flat" => |s: &mut IterState| {
+            let (positions, velocities) = black_box((&mut s.positions, &s.velocities));
+            integrate_lanes(lanes_mut(positions), lanes(velocities))
+        };
+    ]);
 }
 
 /// 10,000 entities: `pos += vel`.
 fn simple_iter(c: &mut Criterion) {
-    iter_group(c, "simple_iter", 10_000);
+    iter_group(c, "simple_iter", &mut IterState::new(10_000));
 }
 
-/// 1,000,000 entities: `pos += vel`.
+/// 1,000,000 entities: `pos += vel` serially (`big_iter`), and on rayon's threads beside the
+/// serial tabula pass (`par_big_iter`).
 fn big_iter(c: &mut Criterion) {
-    iter_group(c, "big_iter", 1_000_000);
-}
-
-/// 1,000,000 entities: `pos += vel` on rayon's threads, beside the serial tabula pass.
-fn par_big_iter(c: &mut Criterion) {
-    const N: usize = 1_000_000;
-    let mut group = c.benchmark_group("par_big_iter");
-    {
-        let mut world = World::new();
-        world.spawn_batch((0..N).map(simple_bundle)).for_each(drop);
-        // Automatic batches: 1M rows / (2 threads * 4) = 125k rows per batch here.
-        let mut query = world.query::<(&mut Position, &Velocity)>();
-        group.bench_function("tabula_par", |b| {
-            b.iter(|| query.par_for_each(&mut world, |(mut pos, vel)| integrate(&mut pos, vel)))
-        });
-        group.bench_function("tabula_serial", |b| {
-            b.iter(|| query.for_each(&mut world, |(mut pos, vel)| integrate(&mut pos, vel)))
-        });
-    }
-    {
-        let mut positions: Vec<Position> = (0..N).map(|i| simple_bundle(i).1).collect();
-        let velocities: Vec<Velocity> = (0..N).map(|i| simple_bundle(i).3).collect();
-        group.bench_function("raw_par", |b| {
-            b.iter(|| {
-                let (positions, velocities) = black_box((&mut positions, &velocities));
-                positions
-                    .par_iter_mut()
-                    .zip(velocities.par_iter())
-                    .for_each(|(pos, vel)| integrate(pos, vel));
-            })
-        });
-    }
-    group.finish();
+    let mut state = IterState::new(1_000_000);
+    iter_group(c, "big_iter", &mut state);
+    // Automatic batches: 1M rows / (2 threads * 4) = 125k rows per batch on 2 cores.
+    bench_group!(c, "par_big_iter", &mut state, [
+        "tabula_par" => |s: &mut IterState| {
+            s.query.par_for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
+        };
+        "tabula_serial" => |s: &mut IterState| {
+            s.query.for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
+        };
+        "raw_par" => |s: &mut IterState| {
+            let (positions, velocities) = black_box((&mut s.positions, &s.velocities));
+            positions
+                .par_iter_mut()
+                .zip(velocities.par_iter())
+                .for_each(|(pos, vel)| integrate(pos, vel));
+        };
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -206,37 +349,49 @@ fragments!(
     A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
 );
 
+/// 26 archetypes of 20 `Data` rows; diagnostics: the same 520 rows in one archetype; and a
+/// plain `Vec` of 520.
+struct FragState {
+    world: World,
+    query: QueryState<&'static mut Data>,
+    one_world: World,
+    one_query: QueryState<&'static mut Data>,
+    data: Vec<Data>,
+}
+
 /// 26 archetypes of 20 entities: `data *= 2` over `&mut Data`.
 fn frag_iter(c: &mut Criterion) {
-    let mut group = c.benchmark_group("frag_iter");
     let mut world = World::new();
     spawn_fragments(&mut world);
-    let mut query = world.query::<&mut Data>();
-    group.bench_function("tabula", |b| {
-        b.iter(|| query.for_each(&mut world, |mut data| data.0 *= 2.0))
-    });
-    // Diagnostics: without the changed-tick store, and the same 520 rows in one archetype
-    // (the gap to `tabula` is the cost of visiting 26 archetypes instead of one).
-    group.bench_function("tabula_untracked", |b| {
-        b.iter(|| query.for_each(&mut world, |mut data| data.bypass_change_detection().0 *= 2.0))
-    });
+    let query = world.query();
     let mut one_world = World::new();
     one_world
         .spawn_batch((0..26 * 20).map(|_| (A(0.0), Data(1.0))))
         .for_each(drop);
-    let mut one_query = one_world.query::<&mut Data>();
-    group.bench_function("tabula_one_archetype", |b| {
-        b.iter(|| one_query.for_each(&mut one_world, |mut data| data.0 *= 2.0))
-    });
-    let mut data = vec![Data(1.0); 26 * 20];
-    group.bench_function("raw", |b| {
-        b.iter(|| {
-            for data in black_box(&mut data).iter_mut() {
+    let one_query = one_world.query();
+    let mut state = FragState {
+        world,
+        query,
+        one_world,
+        one_query,
+        data: vec![Data(1.0); 26 * 20],
+    };
+    bench_group!(c, "frag_iter", &mut state, [
+        "tabula" => |s: &mut FragState| s.query.for_each(&mut s.world, |mut data| data.0 *= 2.0);
+        // Diagnostics: without the changed-tick store, and the same 520 rows in one archetype
+        // (the gap to `tabula` is the cost of visiting 26 archetypes instead of one).
+        "tabula_untracked" => |s: &mut FragState| {
+            s.query.for_each(&mut s.world, |mut data| data.bypass_change_detection().0 *= 2.0)
+        };
+        "tabula_one_archetype" => |s: &mut FragState| {
+            s.one_query.for_each(&mut s.one_world, |mut data| data.0 *= 2.0)
+        };
+        "raw" => |s: &mut FragState| {
+            for data in black_box(&mut s.data).iter_mut() {
                 data.0 *= 2.0;
             }
-        })
-    });
-    group.finish();
+        };
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -315,6 +470,14 @@ fn heavy(transform: &mut Transform, pos: &mut Position) {
     pos.0 = [0, 1, 2].map(|row| m[0][row] * p[0] + m[1][row] * p[1] + m[2][row] * p[2]);
 }
 
+/// 1,000 entities for `heavy_compute`, in a world and in plain `Vec`s.
+struct HeavyState {
+    world: World,
+    query: QueryState<(&'static mut Position, &'static mut Transform)>,
+    positions: Vec<Position>,
+    transforms: Vec<Transform>,
+}
+
 /// 1,000 entities: 100 matrix inversions each, on rayon's threads and serially.
 fn heavy_compute(c: &mut Criterion) {
     const N: usize = 1_000;
@@ -330,49 +493,37 @@ fn heavy_compute(c: &mut Criterion) {
             Velocity([1.0; 3]),
         )
     };
-    let mut group = c.benchmark_group("heavy_compute");
-    {
-        let mut world = World::new();
-        world.spawn_batch((0..N).map(bundle)).for_each(drop);
-        let mut query = world.query::<(&mut Position, &mut Transform)>();
-        query.set_batch_size(BatchSize::Fixed(BATCH));
-        group.bench_function("tabula_par", |b| {
-            b.iter(|| {
-                query.par_for_each(&mut world, |(mut pos, mut transform)| {
-                    heavy(&mut transform, &mut pos)
-                })
-            })
-        });
-        group.bench_function("tabula_serial", |b| {
-            b.iter(|| {
-                query.for_each(&mut world, |(mut pos, mut transform)| {
-                    heavy(&mut transform, &mut pos)
-                })
-            })
-        });
-    }
-    {
-        let mut positions: Vec<Position> = (0..N).map(|i| bundle(i).1).collect();
-        let mut transforms: Vec<Transform> = (0..N).map(|i| bundle(i).0).collect();
-        group.bench_function("raw_par", |b| {
-            b.iter(|| {
-                let (positions, transforms) = black_box((&mut positions, &mut transforms));
-                positions
-                    .par_iter_mut()
-                    .zip(transforms.par_iter_mut())
-                    .for_each(|(pos, transform)| heavy(transform, pos));
-            })
-        });
-        group.bench_function("raw_serial", |b| {
-            b.iter(|| {
-                let (positions, transforms) = black_box((&mut positions, &mut transforms));
-                for (pos, transform) in positions.iter_mut().zip(transforms.iter_mut()) {
-                    heavy(transform, pos);
-                }
-            })
-        });
-    }
-    group.finish();
+    let mut world = World::new();
+    world.spawn_batch((0..N).map(bundle)).for_each(drop);
+    let mut query = world.query();
+    query.set_batch_size(BatchSize::Fixed(BATCH));
+    let mut state = HeavyState {
+        world,
+        query,
+        positions: (0..N).map(|i| bundle(i).1).collect(),
+        transforms: (0..N).map(|i| bundle(i).0).collect(),
+    };
+    bench_group!(c, "heavy_compute", &mut state, [
+        "tabula_par" => |s: &mut HeavyState| {
+            s.query.par_for_each(&mut s.world, |(mut pos, mut transform)| heavy(&mut transform, &mut pos))
+        };
+        "tabula_serial" => |s: &mut HeavyState| {
+            s.query.for_each(&mut s.world, |(mut pos, mut transform)| heavy(&mut transform, &mut pos))
+        };
+        "raw_par" => |s: &mut HeavyState| {
+            let (positions, transforms) = black_box((&mut s.positions, &mut s.transforms));
+            positions
+                .par_iter_mut()
+                .zip(transforms.par_iter_mut())
+                .for_each(|(pos, transform)| heavy(transform, pos));
+        };
+        "raw_serial" => |s: &mut HeavyState| {
+            let (positions, transforms) = black_box((&mut s.positions, &mut s.transforms));
+            for (pos, transform) in positions.iter_mut().zip(transforms.iter_mut()) {
+                heavy(transform, pos);
+            }
+        };
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -406,76 +557,80 @@ fn random_rows(n: usize, count: usize) -> Vec<usize> {
     rows
 }
 
+/// 100,000 `Value` rows in a world and in plain `Vec`s with a tick array, and the 1% of
+/// rows re-marked before each run.
+struct ChangedState {
+    world: World,
+    query: QueryState<&'static Value, Changed<Value>>,
+    marked_entities: Vec<Entity>,
+    values: Vec<Value>,
+    ticks: Vec<u32>,
+    marked_rows: Vec<usize>,
+    now: u32,
+    last_run: u32,
+}
+
 /// 100,000 rows, 1% of them changed before each run; the pass sums the changed values.
 ///
 /// Each measured run is a query run (it advances the query's `last_run`), so the changes are
-/// re-made before every run, outside the timed region (`iter_custom`).
+/// re-made before every run, outside the timed region.
 fn changed_filter(c: &mut Criterion) {
     const N: usize = 100_000;
-    let marked = random_rows(N, N / 100);
-    let mut group = c.benchmark_group("changed_filter");
-    {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world.spawn_batch((0..N as u32).map(|i| (Value(i),))).collect();
-        let marked: Vec<Entity> = marked.iter().map(|&i| entities[i]).collect();
-        let mut query = world.query_filtered::<&Value, Changed<Value>>();
-        // The first run sees every row as added; later runs see only the marked rows.
-        black_box(query.iter(&world).count());
-        group.bench_function("tabula", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    for &e in &marked {
-                        world.get_mut::<Value>(e).unwrap().0 += 1;
-                    }
-                    let start = Instant::now();
-                    let sum: u64 = query.iter(&world).map(|v| u64::from(v.0)).sum();
-                    total += start.elapsed();
-                    black_box(sum);
+    let marked_rows = random_rows(N, N / 100);
+    let mut world = World::new();
+    let entities: Vec<Entity> = world.spawn_batch((0..N as u32).map(|i| (Value(i),))).collect();
+    let mut query = world.query_filtered::<&Value, Changed<Value>>();
+    // The first run sees every row as added; later runs see only the marked rows.
+    black_box(query.iter(&world).count());
+    let mut state = ChangedState {
+        world,
+        query,
+        marked_entities: marked_rows.iter().map(|&i| entities[i]).collect(),
+        values: (0..N as u32).map(Value).collect(),
+        ticks: vec![1; N],
+        marked_rows,
+        now: 1,
+        last_run: 1,
+    };
+    bench_group!(c, "changed_filter", &mut state, [
+        "tabula" => |s: &mut ChangedState| {
+            let sum: u64 = s.query.iter(&s.world).map(|v| u64::from(v.0)).sum();
+            black_box(sum);
+        }, prepare |s: &mut ChangedState| {
+            for &e in &s.marked_entities {
+                s.world.get_mut::<Value>(e).unwrap().0 += 1;
+            }
+        };
+        "raw" => |s: &mut ChangedState| {
+            let (values, ticks) = black_box((&s.values, &s.ticks));
+            let mut sum = 0u64;
+            for (value, &tick) in values.iter().zip(ticks.iter()) {
+                if tick > s.last_run {
+                    sum += u64::from(value.0);
                 }
-                total
-            })
-        });
-        debug_assert_eq!(query.iter(&world).count(), 0);
-    }
-    {
-        let mut values: Vec<Value> = (0..N as u32).map(Value).collect();
-        let mut ticks = vec![1u32; N];
-        let mut now = 1u32;
-        group.bench_function("raw", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let last_run = now;
-                    now += 1;
-                    for &i in &marked {
-                        values[i].0 += 1;
-                        ticks[i] = now;
-                    }
-                    let start = Instant::now();
-                    let (values, ticks) = black_box((&values, &ticks));
-                    let mut sum = 0u64;
-                    for (value, &tick) in values.iter().zip(ticks.iter()) {
-                        if tick > last_run {
-                            sum += u64::from(value.0);
-                        }
-                    }
-                    total += start.elapsed();
-                    black_box(sum);
-                }
-                total
-            })
-        });
-    }
-    group.finish();
+            }
+            black_box(sum);
+        }, prepare |s: &mut ChangedState| {
+            s.last_run = s.now;
+            s.now += 1;
+            for &i in &s.marked_rows {
+                s.values[i].0 += 1;
+                s.ticks[i] = s.now;
+            }
+        };
+    ]);
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
+fn main() {
+    let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
-        .sample_size(30);
-    targets = simple_iter, frag_iter, heavy_compute, big_iter, par_big_iter, changed_filter
+        .sample_size(30)
+        .configure_from_args();
+    simple_iter(&mut c);
+    frag_iter(&mut c);
+    heavy_compute(&mut c);
+    big_iter(&mut c);
+    changed_filter(&mut c);
+    c.final_summary();
 }
-criterion_main!(benches);
