@@ -8,10 +8,11 @@
 mod edges;
 
 use std::any::TypeId;
+use std::hash::{Hash, Hasher};
 
 use hashbrown::HashMap;
 
-use crate::component::{ComponentId, Components};
+use crate::component::{ComponentId, Components, TypeIdHasher};
 use crate::entity::Entity;
 use crate::storage::Table;
 
@@ -41,6 +42,9 @@ pub struct Archetype {
     names: Box<[&'static str]>,
     /// `(TypeId, column)` sorted by `TypeId`, for typed lookups without the registry.
     by_type: Box<[(TypeId, u32)]>,
+    /// For each [`bucket`] of `TypeId`s, the index in `by_type` of the first of this
+    /// archetype's component types that falls in it ([`NO_ENTRY`] if none).
+    buckets: [u8; BUCKETS],
     pub(crate) table: Table,
     pub(crate) edges: Edges,
 }
@@ -54,7 +58,15 @@ impl Archetype {
             .map(|(column, info)| (info.type_id(), column as u32))
             .collect();
         by_type.sort_unstable_by_key(|&(type_id, _)| type_id);
+        let mut buckets = [NO_ENTRY; BUCKETS];
+        for (entry, &(type_id, _)) in by_type.iter().enumerate().take(usize::from(NO_ENTRY)) {
+            let slot = &mut buckets[bucket(type_id)];
+            if *slot == NO_ENTRY {
+                *slot = entry as u8;
+            }
+        }
         Self {
+            buckets,
             id,
             names: infos.clone().map(|info| info.name()).collect(),
             table: Table::new(infos),
@@ -111,6 +123,20 @@ impl Archetype {
     /// The column storing the component with this Rust type.
     #[inline]
     pub(crate) fn column_of_type(&self, type_id: TypeId) -> Option<usize> {
+        // For a constant `type_id` (`World::get::<T>`) the bucket is a constant too, so this is
+        // one byte load and one comparison. A hit is exact because the `TypeId` is compared; a
+        // miss means "absent, or sharing its bucket with another type", which the search settles.
+        let entry = self.buckets[bucket(type_id)];
+        if let Some(&(t, column)) = self.by_type.get(usize::from(entry))
+            && t == type_id
+        {
+            return Some(column as usize);
+        }
+        self.search_type(type_id)
+    }
+
+    /// [`column_of_type`](Self::column_of_type) by searching `by_type`.
+    fn search_type(&self, type_id: TypeId) -> Option<usize> {
         // Archetypes are small: a linear scan beats hashing for the common sizes.
         if self.by_type.len() <= 8 {
             self.by_type
@@ -134,6 +160,21 @@ impl std::fmt::Debug for Archetype {
             .field("len", &self.len())
             .finish()
     }
+}
+
+/// How many buckets [`Archetype::column_of_type`]'s fast path spreads `TypeId`s over.
+const BUCKETS: usize = 16;
+
+/// Marks an empty bucket. Used as an index it is past the end of `by_type` for every archetype
+/// of fewer than 256 types, and a hit is checked against the `TypeId` in any case.
+const NO_ENTRY: u8 = u8::MAX;
+
+/// The bucket of a `TypeId`: a few bits of the hash it already is.
+#[inline]
+fn bucket(type_id: TypeId) -> usize {
+    let mut hasher = TypeIdHasher::default();
+    type_id.hash(&mut hasher);
+    hasher.finish() as usize % BUCKETS
 }
 
 /// All archetypes of a world, the index from component set to archetype, and the edge cache.
@@ -195,4 +236,35 @@ pub(crate) fn pair_mut(
 #[track_caller]
 fn pair_mut_failed(a: ArchetypeId, b: ArchetypeId) -> ! {
     panic!("pair_mut needs two distinct, existing archetypes, got {a:?} and {b:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Marker<const N: usize>;
+
+    #[test]
+    fn column_of_type_finds_every_column_even_in_shared_buckets() {
+        let mut registry = Components::default();
+        let mut type_ids = Vec::new();
+        macro_rules! register {
+            ($($n:literal)*) => {$(
+                registry.register::<Marker<$n>>();
+                type_ids.push(TypeId::of::<Marker<$n>>());
+            )*};
+        }
+        // Twenty types over sixteen buckets: at least one bucket is shared.
+        register!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+        let ids: Vec<ComponentId> = registry.iter().map(|info| info.id()).collect();
+        let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
+        for type_id in type_ids {
+            let column = archetype
+                .column_of_type(type_id)
+                .expect("every type has a column");
+            let stored = registry.info(archetype.component_ids()[column]).type_id();
+            assert_eq!(stored, type_id);
+        }
+        assert_eq!(archetype.column_of_type(TypeId::of::<Marker<99>>()), None);
+    }
 }
