@@ -1,7 +1,10 @@
 //! Example programs for tabula, as a library so that tests can run them too.
 //!
 //! * [`asteroids`]: the flagship — a headless Asteroids on a parallel schedule.
+//! * [`particles`]: hundreds of thousands of particles spawned and despawned through
+//!   `Commands`, with disjoint systems in parallel and `par_for_each`.
 //! * [`rng`]: the seeded generator the examples share.
 
 pub mod asteroids;
+pub mod particles;
 pub mod rng;
