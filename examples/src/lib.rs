@@ -3,8 +3,11 @@
 //! * [`asteroids`]: the flagship — a headless Asteroids on a parallel schedule.
 //! * [`particles`]: hundreds of thousands of particles spawned and despawned through
 //!   `Commands`, with disjoint systems in parallel and `par_for_each`.
+//! * [`hierarchy`]: a solar system of parents and children, with transform propagation,
+//!   re-parenting and recursive despawn.
 //! * [`rng`]: the seeded generator the examples share.
 
 pub mod asteroids;
+pub mod hierarchy;
 pub mod particles;
 pub mod rng;
