@@ -5,9 +5,12 @@
 //!   `Commands`, with disjoint systems in parallel and `par_for_each`.
 //! * [`hierarchy`]: a solar system of parents and children, with transform propagation,
 //!   re-parenting and recursive despawn.
+//! * [`combat`]: a turn-based battle driven by events, resources, `Local` state, run
+//!   conditions and ordered sets.
 //! * [`rng`]: the seeded generator the examples share.
 
 pub mod asteroids;
+pub mod combat;
 pub mod hierarchy;
 pub mod particles;
 pub mod rng;
