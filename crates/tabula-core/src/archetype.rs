@@ -124,15 +124,16 @@ impl Archetype {
     #[inline]
     pub(crate) fn column_of_type(&self, type_id: TypeId) -> Option<usize> {
         // For a constant `type_id` (`World::get::<T>`) the bucket is a constant too, so this is
-        // one byte load and one comparison. A hit is exact because the `TypeId` is compared; a
-        // miss means "absent, or sharing its bucket with another type", which the search settles.
+        // one byte load and one comparison. A hit is exact because the `TypeId` is compared.
         let entry = self.buckets[bucket(type_id)];
-        if let Some(&(t, column)) = self.by_type.get(usize::from(entry))
-            && t == type_id
-        {
-            return Some(column as usize);
+        match self.by_type.get(usize::from(entry)) {
+            Some(&(t, column)) if t == type_id => Some(column as usize),
+            // `NO_ENTRY` past the end: the bucket is empty and every type was bucketed (there
+            // are fewer than 256), so the type is absent.
+            None => None,
+            // Another type holds the bucket: this one is absent or shares it.
+            Some(_) => self.search_type(type_id),
         }
-        self.search_type(type_id)
     }
 
     /// [`column_of_type`](Self::column_of_type) by searching `by_type`.
@@ -245,7 +246,7 @@ mod tests {
     struct Marker<const N: usize>;
 
     #[test]
-    fn column_of_type_finds_every_column_even_in_shared_buckets() {
+    fn column_of_type_is_exact_with_shared_and_empty_buckets() {
         let mut registry = Components::default();
         let mut type_ids = Vec::new();
         macro_rules! register {
@@ -258,7 +259,7 @@ mod tests {
         register!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
         let ids: Vec<ComponentId> = registry.iter().map(|info| info.id()).collect();
         let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
-        for type_id in type_ids {
+        for &type_id in &type_ids {
             let column = archetype
                 .column_of_type(type_id)
                 .expect("every type has a column");
@@ -266,5 +267,13 @@ mod tests {
             assert_eq!(stored, type_id);
         }
         assert_eq!(archetype.column_of_type(TypeId::of::<Marker<99>>()), None);
+
+        // A one-type archetype: every other type is absent, whether its bucket is empty or not.
+        let first = registry.iter().next().map(|info| info.id());
+        let small = Archetype::new(ArchetypeId(2), first.into_iter().collect(), &registry);
+        assert_eq!(small.column_of_type(type_ids[0]), Some(0));
+        for &type_id in &type_ids[1..] {
+            assert_eq!(small.column_of_type(type_id), None);
+        }
     }
 }
