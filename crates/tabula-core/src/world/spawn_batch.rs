@@ -53,6 +53,20 @@ where
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.source.size_hint()
     }
+
+    /// Internal iteration (`for_each`, `count`, `fold`, ...) runs one loop here instead of a
+    /// call to `next` per entity, so the spawn inlines into it.
+    #[inline]
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Entity) -> B,
+    {
+        let mut acc = init;
+        for bundle in self.source.by_ref() {
+            acc = f(acc, self.world.spawn_along(self.edge, bundle));
+        }
+        acc
+    }
 }
 
 impl<I> ExactSizeIterator for SpawnBatch<'_, I>
@@ -73,6 +87,8 @@ where
         if std::thread::panicking() {
             return;
         }
-        for _ in self.by_ref() {}
+        for bundle in self.source.by_ref() {
+            self.world.spawn_along(self.edge, bundle);
+        }
     }
 }
