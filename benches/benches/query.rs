@@ -482,8 +482,8 @@ struct HeavyState {
 fn heavy_compute(c: &mut Criterion) {
     const N: usize = 1_000;
     // 64 rows per batch: 16 batches, 8 per thread on 2 cores. One batch is 6,400 inversions
-    // (~100 µs), so rayon's per-task cost (~1 µs) is about 1%, and 8 batches per thread let
-    // work stealing even out a core that the machine interrupts.
+    // (~150 µs serially), so rayon's per-task cost (~1 µs) is under 1%, and 8 batches per
+    // thread let work stealing even out a core that the machine interrupts.
     const BATCH: usize = 64;
     let bundle = |i| {
         (
