@@ -42,9 +42,12 @@ pub struct Archetype {
     names: Box<[&'static str]>,
     /// `(TypeId, column)` sorted by `TypeId`, for typed lookups without the registry.
     by_type: Box<[(TypeId, u32)]>,
-    /// For each [`bucket`] of `TypeId`s, the index in `by_type` of the first of this
-    /// archetype's component types that falls in it ([`NO_ENTRY`] if none).
+    /// For each bucket of `TypeId`s, the index in `by_type` of the first of this archetype's
+    /// component types that falls in it ([`NO_ENTRY`] if none).
     buckets: [u8; BUCKETS],
+    /// Which bits of a `TypeId`'s hash pick its bucket: chosen so that, when possible, every
+    /// type of this archetype has a bucket of its own.
+    bucket_shift: u32,
     pub(crate) table: Table,
     pub(crate) edges: Edges,
 }
@@ -58,15 +61,20 @@ impl Archetype {
             .map(|(column, info)| (info.type_id(), column as u32))
             .collect();
         by_type.sort_unstable_by_key(|&(type_id, _)| type_id);
+        let hashes: Vec<u64> = by_type.iter().map(|&(type_id, _)| type_hash(type_id)).collect();
+        let bucket_shift = (0..=64 - BUCKETS.trailing_zeros())
+            .find(|&shift| all_in_own_buckets(&hashes, shift))
+            .unwrap_or(0);
         let mut buckets = [NO_ENTRY; BUCKETS];
-        for (entry, &(type_id, _)) in by_type.iter().enumerate().take(usize::from(NO_ENTRY)) {
-            let slot = &mut buckets[bucket(type_id)];
+        for (entry, &hash) in hashes.iter().enumerate().take(usize::from(NO_ENTRY)) {
+            let slot = &mut buckets[bucket(hash, bucket_shift)];
             if *slot == NO_ENTRY {
                 *slot = entry as u8;
             }
         }
         Self {
             buckets,
+            bucket_shift,
             id,
             names: infos.clone().map(|info| info.name()).collect(),
             table: Table::new(infos),
@@ -123,9 +131,10 @@ impl Archetype {
     /// The column storing the component with this Rust type.
     #[inline]
     pub(crate) fn column_of_type(&self, type_id: TypeId) -> Option<usize> {
-        // For a constant `type_id` (`World::get::<T>`) the bucket is a constant too, so this is
-        // one byte load and one comparison. A hit is exact because the `TypeId` is compared.
-        let entry = self.buckets[bucket(type_id)];
+        // For a constant `type_id` (`World::get::<T>`) the hash is a constant too, so this is
+        // a shift, one byte load and one comparison. A hit is exact because the `TypeId` is
+        // compared.
+        let entry = self.buckets[bucket(type_hash(type_id), self.bucket_shift)];
         match self.by_type.get(usize::from(entry)) {
             Some(&(t, column)) if t == type_id => Some(column as usize),
             // `NO_ENTRY` past the end: the bucket is empty and every type was bucketed (there
@@ -163,19 +172,37 @@ impl std::fmt::Debug for Archetype {
     }
 }
 
-/// How many buckets [`Archetype::column_of_type`]'s fast path spreads `TypeId`s over.
-const BUCKETS: usize = 16;
+/// How many buckets [`Archetype::column_of_type`]'s fast path spreads `TypeId`s over (a power
+/// of two, at most 64).
+const BUCKETS: usize = 32;
 
 /// Marks an empty bucket. Used as an index it is past the end of `by_type` for every archetype
 /// of fewer than 256 types, and a hit is checked against the `TypeId` in any case.
 const NO_ENTRY: u8 = u8::MAX;
 
-/// The bucket of a `TypeId`: a few bits of the hash it already is.
+/// The 64 bits a `TypeId` hashes to (it is a hash already; `TypeIdHasher` passes it through).
 #[inline]
-fn bucket(type_id: TypeId) -> usize {
+fn type_hash(type_id: TypeId) -> u64 {
     let mut hasher = TypeIdHasher::default();
     type_id.hash(&mut hasher);
-    hasher.finish() as usize % BUCKETS
+    hasher.finish()
+}
+
+/// The bucket of a type hash: the bits at `shift`.
+#[inline]
+fn bucket(hash: u64, shift: u32) -> usize {
+    (hash >> shift) as usize % BUCKETS
+}
+
+/// True when no two of `hashes` share a bucket at `shift`.
+fn all_in_own_buckets(hashes: &[u64], shift: u32) -> bool {
+    let mut taken = 0u64;
+    hashes.iter().all(|&hash| {
+        let bit = 1u64 << bucket(hash, shift);
+        let free = taken & bit == 0;
+        taken |= bit;
+        free
+    })
 }
 
 /// All archetypes of a world, the index from component set to archetype, and the edge cache.
@@ -255,8 +282,9 @@ mod tests {
                 type_ids.push(TypeId::of::<Marker<$n>>());
             )*};
         }
-        // Twenty types over sixteen buckets: at least one bucket is shared.
+        // Forty types over thirty-two buckets: some buckets are shared.
         register!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+        register!(20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
         let ids: Vec<ComponentId> = registry.iter().map(|info| info.id()).collect();
         let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
         for &type_id in &type_ids {
@@ -275,5 +303,25 @@ mod tests {
         for &type_id in &type_ids[1..] {
             assert_eq!(small.column_of_type(type_id), None);
         }
+    }
+
+    #[test]
+    fn small_archetypes_give_every_type_its_own_bucket() {
+        let mut registry = Components::default();
+        let ids = [
+            registry.register::<Marker<0>>(),
+            registry.register::<Marker<1>>(),
+            registry.register::<Marker<2>>(),
+            registry.register::<Marker<3>>(),
+            registry.register::<Marker<4>>(),
+            registry.register::<Marker<5>>(),
+        ];
+        let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
+        let used = archetype
+            .buckets
+            .iter()
+            .filter(|&&entry| entry != NO_ENTRY)
+            .count();
+        assert_eq!(used, ids.len(), "each lookup is a single probe");
     }
 }
