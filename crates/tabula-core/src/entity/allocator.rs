@@ -120,6 +120,12 @@ impl Entities {
         } else {
             let old_len = self.meta.len();
             let new_len = old_len + (-cursor) as usize;
+            // A reservation past the index space panicked when it was made, but its cursor
+            // step stays: refuse here, before any slot is created with a truncated index.
+            assert!(
+                new_len <= u32::MAX as usize,
+                "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
+            );
             self.meta.resize(new_len, EntityMeta::FRESH);
             for index in old_len..new_len {
                 let entity = Entity::new(index as u32, NonZeroU32::MIN);
@@ -148,13 +154,13 @@ impl Entities {
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
         debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
-        self.live += 1;
-        if let Some(index) = self.pending.pop() {
+        let entity = if let Some(index) = self.pending.pop() {
             self.set_cursor(self.pending.len() as i64);
             let meta = &mut self.meta[index as usize];
             meta.location = location;
             Entity::new(index, meta.generation)
         } else {
+            // Checked before anything changes, so a caught panic leaves the count exact.
             let index = u32::try_from(self.meta.len())
                 .ok()
                 .filter(|&i| i < u32::MAX)
@@ -164,7 +170,9 @@ impl Entities {
                 location,
             });
             Entity::new(index, NonZeroU32::MIN)
-        }
+        };
+        self.live += 1;
+        entity
     }
 
     /// Frees a live entity's slot and returns where it was stored; `None` for a dead or
