@@ -1,10 +1,11 @@
 //! Inserting and removing components: moving a row along a cached archetype edge.
 
-use crate::archetype::pair_mut;
+use crate::archetype::{Archetype, ArchetypeId, pair_mut};
 use crate::bundle::Bundle;
 use crate::component::Component;
-use crate::entity::{Entity, EntityLocation};
+use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::EntityError;
+use crate::storage::Table;
 
 use super::World;
 
@@ -31,49 +32,33 @@ impl World {
         );
         let tick = self.change_tick();
         let edge = &self.archetypes.insert_edges[edge];
-        let row = location.row as usize;
 
         if edge.target == location.archetype {
             // Every component is already there: replace in place.
             let table = &mut self.archetypes.archetypes[edge.target.index()].table;
+            let row = location.row as usize;
             // SAFETY: `row` is live, every field replaces an initialised value of its type
             // (`replaced` is all true for a self-edge) in distinct columns.
             unsafe { bundle.write_or_replace(table, &edge.bundle_columns, &edge.replaced, row, tick) };
             return Ok(());
         }
 
-        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, location.archetype, edge.target);
-        dst.table.reserve(1);
-        let dst_row = dst.table.len();
-        // SAFETY: room is reserved, so `push_uninit` returns `dst_row` without panicking.
-        // `move_map` maps every source column to the target column of the same component (the
-        // target's set is a superset); the fields then fill exactly the target columns the
-        // move left empty (`replaced == false`) or replace moved values (`replaced == true`).
-        // Nothing between the push and the writes can panic.
-        unsafe {
-            dst.table.push_uninit(entity);
-            src.table.move_row(row, &mut dst.table, dst_row, &edge.move_map);
-        }
-        if let Some(&moved) = src.table.entities().get(row) {
-            self.entities.set_location(moved, location);
-        }
-        self.entities.set_location(
-            entity,
-            EntityLocation {
-                archetype: edge.target,
-                row: dst_row as u32,
-            },
-        );
-        // SAFETY: see above; old values (if any) are dropped only after every field is written.
-        unsafe {
-            bundle.write_or_replace(
-                &mut dst.table,
-                &edge.bundle_columns,
-                &edge.replaced,
-                dst_row,
-                tick,
+        // SAFETY: `move_map` maps every source column to the target column of the same
+        // component (the target's set is a superset); the target columns it leaves empty are
+        // exactly the fields with `replaced == false`, which `write_or_replace` fills next,
+        // and writing cannot panic.
+        let (_, dst, dst_row) = unsafe {
+            move_entity(
+                &mut self.archetypes.archetypes,
+                &mut self.entities,
+                entity,
+                location,
+                edge.target,
+                &edge.move_map,
             )
         };
+        // SAFETY: see above; old values (if any) are dropped only after every field is written.
+        unsafe { bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick) };
         Ok(())
     }
 
@@ -115,33 +100,67 @@ impl World {
             });
         }
 
-        let row = location.row as usize;
-        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, location.archetype, edge.target);
-        dst.table.reserve(1);
-        let dst_row = dst.table.len();
-        // SAFETY: room is reserved, so `push_uninit` returns `dst_row` without panicking; the
-        // target's set is the source's minus `B`, and `move_map` fills every target column.
-        unsafe {
-            dst.table.push_uninit(entity);
-            src.table.move_row(row, &mut dst.table, dst_row, &edge.move_map);
-        }
-        if let Some(&moved) = src.table.entities().get(row) {
-            self.entities.set_location(moved, location);
-        }
-        self.entities.set_location(
-            entity,
-            EntityLocation {
-                archetype: edge.target,
-                row: dst_row as u32,
-            },
-        );
+        // SAFETY: the target's set is the source's minus `B`, so `move_map` fills every target
+        // column; `B`'s columns are unmapped and wait past the source's end.
+        let (src, _, _) = unsafe {
+            move_entity(
+                &mut self.archetypes.archetypes,
+                &mut self.entities,
+                entity,
+                location,
+                edge.target,
+                &edge.move_map,
+            )
+        };
         // SAFETY: `bundle_columns` are the source columns of `B`'s fields, each unmapped by
         // `move_map`, so their removed values wait past the end; each is read once.
-        Ok(unsafe { B::take_removed(&mut src.table, &edge.bundle_columns) })
+        Ok(unsafe { B::take_removed(src, &edge.bundle_columns) })
     }
 
     /// Removes one component and returns it; shorthand for `remove::<(T,)>`.
     pub fn remove_one<T: Component>(&mut self, entity: Entity) -> Result<T, EntityError> {
         self.remove::<(T,)>(entity).map(|(value,)| value)
     }
+}
+
+/// Moves `entity`'s row from `location` to archetype `target` along `move_map` and records
+/// the new locations of `entity` and of the entity that filled its old row. Returns the
+/// source table, the target table and the entity's new row there.
+///
+/// # Safety
+/// `target != location.archetype`; `move_map` has one entry per source column, naming a
+/// target column of the same component type (all distinct) or `NO_COLUMN`. The caller must
+/// fill every target column the map leaves empty at the returned row, with nothing in
+/// between that can panic, and must read or drop every value left in an unmapped source
+/// column before that table changes again.
+#[inline]
+unsafe fn move_entity<'a>(
+    archetypes: &'a mut [Archetype],
+    entities: &mut Entities,
+    entity: Entity,
+    location: EntityLocation,
+    target: ArchetypeId,
+    move_map: &[u32],
+) -> (&'a mut Table, &'a mut Table, usize) {
+    let row = location.row as usize;
+    let (src, dst) = pair_mut(archetypes, location.archetype, target);
+    dst.table.reserve(1);
+    let dst_row = dst.table.len();
+    // SAFETY: room is reserved, so `push_uninit` returns `dst_row` without panicking; the map
+    // satisfies `move_row`'s contract (the caller's), and the caller fills the rest of the row.
+    unsafe {
+        dst.table.push_uninit(entity);
+        src.table.move_row(row, &mut dst.table, dst_row, move_map);
+    }
+    if let Some(&moved) = src.table.entities().get(row) {
+        entities.set_location(moved, location);
+    }
+    entities.set_location(
+        entity,
+        EntityLocation {
+            archetype: target,
+            row: dst_row as u32,
+        },
+    );
+    (&mut src.table, &mut dst.table, dst_row)
 }
