@@ -12,52 +12,24 @@ use std::time::Instant;
 
 use tabula::schedule::ExecutorKind;
 use tabula_examples::asteroids::Game;
+use tabula_examples::cli::{self, Args};
+
+const USAGE: &str = "usage: asteroids [--seed N] [--frames N] [--threads N] [--dot FILE]";
 
 struct Options {
     seed: u64,
     frames: u32,
-    threads: Option<usize>,
     dot: Option<String>,
 }
 
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        seed: 1,
-        frames: 3600,
-        threads: None,
-        dot: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
-            "--frames" => options.frames = value()?.parse().map_err(|e| format!("--frames: {e}"))?,
-            "--threads" => options.threads = Some(value()?.parse().map_err(|e| format!("--threads: {e}"))?),
-            "--dot" => options.dot = Some(value()?),
-            "--help" | "-h" => {
-                return Err("usage: asteroids [--seed N] [--frames N] [--threads N] [--dot FILE]".into());
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
-    }
-    Ok(options)
-}
-
 fn main() {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
+    let args = Args::parse(USAGE);
+    let options = Options {
+        seed: args.get_or("--seed", 1),
+        frames: args.get_or("--frames", 3600),
+        dot: args.get("--dot"),
     };
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(threads) = options.threads {
-        pool = pool.num_threads(threads.max(1));
-    }
-    let pool = pool.build().expect("the thread pool starts");
-    pool.install(|| play(&options, pool.current_num_threads()));
+    cli::with_threads(args.get("--threads"), |threads| play(&options, threads));
 }
 
 fn play(options: &Options, threads: usize) {

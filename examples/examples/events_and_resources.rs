@@ -8,32 +8,11 @@
 //! Prints the battle as it happens, one schedule run per move, then the winner and how many
 //! events were sent and handled. The same seed always gives the same battle.
 
+use tabula_examples::cli::Args;
 use tabula_examples::combat::{Battle, Outcome, Side};
 
-fn parse() -> Result<u64, String> {
-    let mut seed = 7;
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match flag.as_str() {
-            "--seed" => {
-                let value = args.next().ok_or("--seed needs a value")?;
-                seed = value.parse().map_err(|e| format!("--seed: {e}"))?;
-            }
-            "--help" | "-h" => return Err("usage: events_and_resources [--seed N]".into()),
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
-    }
-    Ok(seed)
-}
-
 fn main() {
-    let seed = match parse() {
-        Ok(seed) => seed,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
+    let seed: u64 = Args::parse("usage: events_and_resources [--seed N]").get_or("--seed", 7);
     let mut battle = Battle::new(seed);
     let lineup: Vec<String> = battle
         .survivors()

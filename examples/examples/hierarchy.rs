@@ -10,35 +10,14 @@
 //! destroyed (two thirds in) and at the end, with a line for each change.
 
 use tabula::schedule::ExecutorKind;
+use tabula_examples::cli::{self, Args};
 use tabula_examples::hierarchy::{Scenario, SolarSystem};
 
-fn parse() -> Result<u64, String> {
-    let mut frames = 600;
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match flag.as_str() {
-            "--frames" => {
-                let value = args.next().ok_or("--frames needs a value")?;
-                frames = value.parse().map_err(|e| format!("--frames: {e}"))?;
-            }
-            "--help" | "-h" => return Err("usage: hierarchy [--frames N]".into()),
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
-    }
-    if frames < 3 {
-        return Err("--frames: need at least 3 frames for the scenario".into());
-    }
-    Ok(frames)
-}
-
 fn main() {
-    let frames = match parse() {
-        Ok(frames) => frames,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
+    let frames: u64 = Args::parse("usage: hierarchy [--frames N]").get_or("--frames", 600);
+    if frames < 3 {
+        cli::exit("--frames: need at least 3 frames for the scenario");
+    }
     let scenario = Scenario {
         reparent_at: Some(frames / 3),
         destroy_at: Some(frames * 2 / 3),

@@ -13,56 +13,30 @@
 use std::time::Instant;
 
 use tabula::schedule::ExecutorKind;
+use tabula_examples::cli::{self, Args};
 use tabula_examples::particles::{Config, Particles};
 
 struct Options {
     config: Config,
     frames: u32,
-    threads: Option<usize>,
     dot: Option<String>,
 }
 
 const USAGE: &str = "usage: particles [--frames N] [--particles N] [--threads N] [--dot FILE] [--seed N]";
 
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        config: Config::default(),
-        frames: 300,
-        threads: None,
-        dot: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--frames" => options.frames = value()?.parse().map_err(|e| format!("--frames: {e}"))?,
-            "--particles" => {
-                options.config.particles = value()?.parse().map_err(|e| format!("--particles: {e}"))?;
-            }
-            "--seed" => options.config.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
-            "--threads" => options.threads = Some(value()?.parse().map_err(|e| format!("--threads: {e}"))?),
-            "--dot" => options.dot = Some(value()?),
-            "--help" | "-h" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
-    }
-    Ok(options)
-}
-
 fn main() {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
+    let args = Args::parse(USAGE);
+    let defaults = Config::default();
+    let options = Options {
+        config: Config {
+            particles: args.get_or("--particles", defaults.particles),
+            seed: args.get_or("--seed", defaults.seed),
+            ..defaults
+        },
+        frames: args.get_or("--frames", 300),
+        dot: args.get("--dot"),
     };
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(threads) = options.threads {
-        pool = pool.num_threads(threads.max(1));
-    }
-    let pool = pool.build().expect("the thread pool starts");
-    pool.install(|| simulate(&options, pool.current_num_threads()));
+    cli::with_threads(args.get("--threads"), |threads| simulate(&options, threads));
 }
 
 fn simulate(options: &Options, threads: usize) {

@@ -10,6 +10,7 @@
 //! * [`rng`]: the seeded generator the examples share.
 
 pub mod asteroids;
+pub mod cli;
 pub mod combat;
 pub mod hierarchy;
 pub mod particles;
