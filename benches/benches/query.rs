@@ -15,7 +15,7 @@
 //! they remove one cost (the changed-tick store, the fragmentation) to measure it.
 //!
 //! Run with `cargo bench -p tabula-benches --bench query`; results are summarised in
-//! `docs/benchmarks-query.md`.
+//! `docs/benchmarks.md` (section "Queries").
 //!
 //! ## Interleaved mode, for busy machines
 //!
