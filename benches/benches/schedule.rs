@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tabula::prelude::*;
-use tabula::schedule::prelude::*;
 
 const EXECUTORS: [(&str, ExecutorKind); 2] = [
     ("parallel", ExecutorKind::Parallel),
