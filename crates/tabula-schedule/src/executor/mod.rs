@@ -66,6 +66,12 @@ impl SystemSlot {
         }
     }
 
+    /// The sampled cost of one run (`u64::MAX` before the first sample).
+    #[inline]
+    pub(crate) fn cost_ns(&self) -> u64 {
+        self.cost_ns
+    }
+
     /// True when running the system costs less than handing it to another thread.
     #[inline]
     pub(crate) fn is_cheap(&self) -> bool {

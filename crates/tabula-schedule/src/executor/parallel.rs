@@ -1,22 +1,47 @@
-//! The parallel executor: the [`protocol`](super::protocol) driven on rayon.
+//! The parallel executor: the [`protocol`](super::protocol) driven by the calling thread, with
+//! rayon tasks as helpers.
 //!
-//! The thread that releases a node (brings its dependency counter to zero) decides where it
-//! runs: cheap nodes, exclusive systems and sync points run right there, inline; expensive
-//! nodes become rayon tasks, except that a thread with nothing else to do keeps one for
-//! itself. So a run of tiny systems never leaves the calling thread, and a run of heavy ones
-//! spreads over the pool. No lock is taken on this path; the one `Mutex` holds a panic
+//! The calling thread runs the schedule: the roots, and whatever each finished node releases.
+//! A released node that is cheap (sampled cost below `INLINE_BELOW_NS`), exclusive, or a sync
+//! point runs right there, on the thread that released it. Of the nodes worth a thread of
+//! their own, that thread keeps the costliest when it has nothing else to do, and hands the
+//! others off through the protocol's ready queue, spawning a rayon helper to take them (at
+//! most one fewer helpers than rayon has threads, so that caller plus helpers do not
+//! outnumber the pool). The calling thread takes from the queue too whenever it runs out of
+//! work, so a helper that is slow to start never holds the run up: its work is done by the
+//! caller instead. When nothing is left for it, the caller waits for the handed-off chains:
+//! it spins briefly, then yields, then parks until a helper wakes it.
+//!
+//! So a run of cheap systems never leaves the calling thread, takes no lock and makes no
+//! system call, and a run of heavy ones spreads over the pool. The one `Mutex` holds a panic
 //! payload or command errors, both rare.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::{self, Thread};
 
-use rayon::Scope;
 use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
 use crate::graph::Built;
+use crate::sync::{Arc, backoff};
+
+/// Busy-wait steps (see [`backoff`]: spins, then yields) the caller takes before it parks
+/// while helpers finish.
+const WAIT_STEPS_BEFORE_PARK: u32 = 256;
+
+/// Which side of a run a thread is on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The thread that called `run`.
+    Caller,
+    /// A rayon task taking handed-off nodes.
+    Helper,
+}
 
 /// What every thread of one run shares.
 struct Shared<'a> {
@@ -27,34 +52,62 @@ struct Shared<'a> {
     state: &'a RunState,
     world: UnsafeWorldCell<'a>,
     ctx: RunContext,
+    /// The gate epoch of this run (see [`protocol::Gate`](super::protocol::Gate)).
+    epoch: u64,
+    /// The calling thread, which helpers wake when they queue work or finish the last chain.
+    caller: Thread,
+    /// Helpers spawned for this run and not yet gone (some may not have started).
+    helpers: AtomicUsize,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     errors: Mutex<Vec<CommandError>>,
 }
 
-// SAFETY: `slots` is only dereferenced for a node by the one thread the protocol lets run
-// it, and for all slots only by an exclusive node, when no other node runs. Systems are
-// `Send + Sync`; the world cell is shared under the schedule's access rules.
+// SAFETY: `slots` is only dereferenced for a node by the one thread the protocol gives it
+// to (the thread that released it, until it starts or hands it off; then the thread that
+// runs it), and for all slots only by an exclusive node, when no other node runs. Systems are `Send + Sync`; the world cell is shared under the schedule's access rules.
 unsafe impl Sync for Shared<'_> {}
 // SAFETY: as above.
 unsafe impl Send for Shared<'_> {}
 
+thread_local! {
+    /// The calling thread's stack of released nodes and list of roots to start from, kept
+    /// between runs to save allocating.
+    static CALLER_SCRATCH: Cell<(Vec<usize>, Vec<usize>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
 impl<'a> Shared<'a> {
-    /// True when the node should run inline on the thread that released it.
-    fn runs_inline(&self, node: usize) -> bool {
+    /// True when the node should run on the thread that released it.
+    ///
+    /// # Safety
+    /// The node is the calling thread's: it released the node (or the node is a root and
+    /// the run has not started it) and has neither started nor handed it off yet, so no
+    /// other thread touches its slot.
+    unsafe fn runs_inline(&self, node: usize) -> bool {
         match self.nodes[node] {
             Node::Sync => true,
             Node::System(index) => {
-                // SAFETY: the caller has just been granted this node (it released it), so no
-                // other thread touches the slot; only plain fields are read.
+                // SAFETY: the node, hence its slot, is this thread's (the function's contract).
                 let slot = unsafe { &*self.slots.add(index) };
                 slot.is_cheap() || slot.access.is_exclusive()
             }
         }
     }
 
-    /// Runs one node; false when it panicked (the run is then aborted).
-    fn run_node(&self, node: usize) -> bool {
-        let result = catch_unwind(AssertUnwindSafe(|| match self.nodes[node] {
+    /// The node's sampled cost (for picking which node a thread keeps).
+    ///
+    /// # Safety
+    /// As [`runs_inline`](Self::runs_inline).
+    unsafe fn cost(&self, node: usize) -> u64 {
+        match self.nodes[node] {
+            Node::Sync => 0,
+            // SAFETY: the node, hence its slot, is this thread's (the function's contract).
+            Node::System(index) => unsafe { &*self.slots.add(index) }.cost_ns(),
+        }
+    }
+
+    /// Runs one node (unwinding if it panics).
+    fn run_node(&self, node: usize) {
+        match self.nodes[node] {
             Node::System(index) => {
                 // SAFETY: the protocol granted this node to this thread alone.
                 let slot = unsafe { &mut *self.slots.add(index) };
@@ -69,15 +122,6 @@ impl<'a> Shared<'a> {
             }
             // SAFETY: sync points are exclusive: nothing else runs now.
             Node::Sync => unsafe { self.apply_all() },
-        }));
-        match result {
-            Ok(()) => true,
-            Err(payload) => {
-                self.state.abort();
-                let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
-                slot.get_or_insert(payload);
-                false
-            }
         }
     }
 
@@ -98,46 +142,190 @@ impl<'a> Shared<'a> {
         apply_pending(slots, world, &mut errors);
     }
 
-    /// Runs `first` and then, inline, whatever it releases that is cheap; spawns the rest.
-    fn run_from<'s>(&'s self, scope: &Scope<'s>, first: usize) {
-        let mut next = Some(first);
-        let mut inline = Vec::new();
-        let mut heavy = Vec::new();
-        while let Some(node) = next.take().or_else(|| inline.pop()) {
-            if self.state.is_aborted() || !self.run_node(node) {
-                return;
+    /// Sorts a node that has just become ready: onto `stack` when it runs inline; otherwise
+    /// the costlier of it and `kept` stays in `kept` and the other is handed off.
+    ///
+    /// # Safety
+    /// `ready` and `kept` are the calling thread's, as for [`runs_inline`](Self::runs_inline).
+    unsafe fn place(&self, ready: usize, kept: &mut Option<usize>, stack: &mut Vec<usize>, role: Role) {
+        // SAFETY: `ready` is ours (the function's contract).
+        let inline = unsafe { self.runs_inline(ready) };
+        if inline {
+            stack.push(ready);
+            return;
+        }
+        match *kept {
+            None => *kept = Some(ready),
+            // Compare before handing off: a handed-off node's slot is no longer ours to read.
+            // SAFETY: `ready` and `other` (= `kept`) are ours (the function's contract).
+            Some(other) if unsafe { self.cost(ready) > self.cost(other) } => {
+                *kept = Some(ready);
+                self.hand_off(other, role);
             }
-            self.state.complete(self.deps, node, |ready| {
-                if self.runs_inline(ready) {
-                    inline.push(ready);
-                } else {
-                    heavy.push(ready);
-                }
-            });
-            self.dispatch(scope, &mut next, &inline, &mut heavy);
+            Some(_) => self.hand_off(ready, role),
         }
     }
 
-    /// Keeps one heavy node for this thread when it has nothing inline to do; spawns the
-    /// other heavy nodes.
-    fn dispatch<'s>(
-        &'s self,
-        scope: &Scope<'s>,
-        next: &mut Option<usize>,
-        inline: &[usize],
-        heavy: &mut Vec<usize>,
-    ) {
-        if next.is_none() && inline.is_empty() {
-            *next = heavy.pop();
+    /// Runs `first` and whatever it releases that stays on this thread (see
+    /// [`run_from`](Self::run_from)). A panicking node aborts the run: its payload is kept for
+    /// the caller and the chain ends.
+    fn run_chain(&self, first: usize, stack: &mut Vec<usize>, role: Role) {
+        self.run_chains(&[first], stack, role);
+    }
+
+    /// [`run_chain`](Self::run_chain) from each of `firsts` in turn (all this thread's and
+    /// inline), under one panic guard.
+    fn run_chains(&self, firsts: &[usize], stack: &mut Vec<usize>, role: Role) {
+        let chains = catch_unwind(AssertUnwindSafe(|| {
+            for (i, &first) in firsts.iter().enumerate() {
+                self.run_from(first, stack, role, i + 1 < firsts.len());
+            }
+        }));
+        if let Err(payload) = chains {
+            self.state.abort();
+            stack.clear();
+            let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert(payload);
         }
-        for node in heavy.drain(..) {
-            scope.spawn(move |scope| self.run_from(scope, node));
+    }
+
+    /// Runs `node` and then the nodes on `stack` and whatever they release that stays on this
+    /// thread, until there is nothing left here. A node worth another thread is kept only when
+    /// this thread would otherwise be done (`more_here` is false: no other work waits for it
+    /// after this), and handed off otherwise.
+    fn run_from(&self, first: usize, stack: &mut Vec<usize>, role: Role, more_here: bool) {
+        let mut node = first;
+        loop {
+            if self.state.is_aborted() {
+                stack.clear();
+                return;
+            }
+            self.run_node(node);
+            if !self.deps.dependents[node].is_empty() {
+                let mut kept = None;
+                self.state.complete(self.deps, node, |ready| {
+                    // SAFETY: this thread's decrement released `ready`, so it is ours until
+                    // started or handed off; `kept` likewise.
+                    unsafe { self.place(ready, &mut kept, stack, role) }
+                });
+                if let Some(heavy) = kept {
+                    if stack.is_empty() && !more_here {
+                        node = heavy;
+                        continue;
+                    }
+                    self.hand_off(heavy, role);
+                }
+            }
+            match stack.pop() {
+                Some(next) => node = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Queues `node` for another thread: spawns a helper if fewer than the limit are alive,
+    /// and, from a helper, wakes the caller (which takes queued work whenever it is idle).
+    fn hand_off(&self, node: usize, role: Role) {
+        self.state.hand_off(node);
+        if self.reserve_helper() {
+            self.spawn_helper();
+        }
+        if role == Role::Helper {
+            self.caller.unpark();
+        }
+    }
+
+    /// Counts one more helper unless the limit (rayon's threads less one) is reached.
+    fn reserve_helper(&self) -> bool {
+        let limit = rayon::current_num_threads().saturating_sub(1);
+        self.helpers
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |h| {
+                (h < limit).then_some(h + 1)
+            })
+            .is_ok()
+    }
+
+    /// Spawns a rayon task that takes handed-off nodes until the queue is empty.
+    fn spawn_helper(&self) {
+        let gate = Arc::clone(self.state.gate());
+        let epoch = self.epoch;
+        let shared = std::ptr::from_ref(self) as usize;
+        rayon::spawn(move || {
+            if !gate.enter(epoch) {
+                return; // The run ended before this task started.
+            }
+            // SAFETY: the gate admitted this task to run `epoch`, whose `Shared` is alive: the
+            // caller closes the gate (waiting for this task to leave) before dropping it.
+            let shared = unsafe { &*(shared as *const Shared<'_>) };
+            shared.help();
+            gate.leave();
+        });
+    }
+
+    /// A helper's work: take handed-off nodes and run their chains until none is left.
+    fn help(&self) {
+        let mut stack = Vec::new();
+        loop {
+            while let Some(node) = self.state.take() {
+                self.run_chain(node, &mut stack, Role::Helper);
+                if self.state.finish_chain() {
+                    self.caller.unpark();
+                }
+            }
+            self.helpers.fetch_sub(1, Ordering::SeqCst);
+            // A node queued while this helper was leaving may have found no free helper;
+            // take it on if the slot is still free (the caller would take it otherwise).
+            if !self.state.may_have_queued() || !self.reserve_helper() {
+                return;
+            }
+        }
+    }
+
+    /// The calling thread's work: the roots and their chains, then queued work until every
+    /// handed-off chain has finished.
+    fn run_caller(&self, stack: &mut Vec<usize>, firsts: &mut Vec<usize>) {
+        let roots = self.state.roots();
+        // SAFETY: nothing has started yet, so every root is ours.
+        if roots.iter().all(|&root| unsafe { self.runs_inline(root) }) {
+            // The common case of cheap systems: no root needs another thread.
+            self.run_chains(roots, stack, Role::Caller);
+        } else {
+            let mut kept = None;
+            for &root in roots {
+                // SAFETY: nothing has started yet and the roots not yet placed are ours;
+                // `kept` too (handed-off roots are not looked at again).
+                unsafe { self.place(root, &mut kept, firsts, Role::Caller) };
+            }
+            if let Some(heavy) = kept.filter(|_| !firsts.is_empty()) {
+                self.hand_off(heavy, Role::Caller);
+                kept = None;
+            }
+            // The inline roots (in index order), then the kept one.
+            firsts.extend(kept);
+            self.run_chains(firsts, stack, Role::Caller);
+            firsts.clear();
+        }
+        let mut step = 0;
+        loop {
+            if let Some(node) = self.state.take() {
+                self.run_chain(node, stack, Role::Caller);
+                self.state.finish_chain();
+                step = 0;
+            } else if self.state.is_settled() {
+                return;
+            } else if step < WAIT_STEPS_BEFORE_PARK {
+                backoff(&mut step);
+            } else {
+                // Woken by a helper that queues work or finishes the last chain; a stale
+                // wake-up just goes round the loop again.
+                thread::park();
+            }
         }
     }
 }
 
-/// Runs a built schedule on rayon. Returns the panic payload of the first system that
-/// panicked, after every running system has finished.
+/// Runs a built schedule on the calling thread and rayon helpers. Returns the panic payload
+/// of the first system that panicked, after every running system has finished.
 pub(crate) fn run(
     slots: &mut [SystemSlot],
     nodes: &[Node],
@@ -148,6 +336,8 @@ pub(crate) fn run(
     errors: &mut Vec<CommandError>,
 ) -> Result<(), Box<dyn Any + Send>> {
     state.reset(&built.deps);
+    let state = &*state;
+    let epoch = state.gate().epoch();
     let shared = Shared {
         slot_count: slots.len(),
         slots: slots.as_mut_ptr(),
@@ -156,27 +346,157 @@ pub(crate) fn run(
         state,
         world: UnsafeWorldCell::new_mutable(world),
         ctx,
+        epoch,
+        caller: thread::current(),
+        helpers: AtomicUsize::new(0),
         panic: Mutex::new(None),
         errors: Mutex::new(Vec::new()),
     };
-    rayon::in_place_scope(|scope| {
-        let shared = &shared;
-        let mut next = None;
-        let (mut inline, mut heavy): (Vec<usize>, Vec<usize>) =
-            built.deps.roots().partition(|&root| shared.runs_inline(root));
-        // Run inline work in order: reverse so `pop` yields the earliest root first.
-        inline.reverse();
-        shared.dispatch(scope, &mut next, &inline, &mut heavy);
-        if let Some(node) = next.take().or_else(|| inline.pop()) {
-            shared.run_from(scope, node);
-        }
-        while let Some(node) = inline.pop() {
-            shared.run_from(scope, node);
-        }
-    });
+    let (mut stack, mut firsts) = CALLER_SCRATCH.take();
+    shared.run_caller(&mut stack, &mut firsts);
+    // Every chain has finished; wait for helpers still inside to leave before `shared` goes.
+    state.gate().close(epoch);
+    stack.clear();
+    firsts.clear();
+    CALLER_SCRATCH.set((stack, firsts));
     errors.append(&mut shared.errors.into_inner().unwrap_or_else(|e| e.into_inner()));
     match shared.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(payload) => Err(payload),
         None => Ok(()),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! The helper path under stress: systems heavy enough to be handed off, with conflicting
+    //! and disjoint access, run many times; the result must equal the single-threaded one.
+
+    use std::hint::black_box;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use tabula_core::World;
+
+    use crate::prelude::*;
+
+    struct A(u64);
+    struct B(u64);
+    struct C(u64);
+    struct D(u64);
+    #[derive(Default)]
+    struct Sum(u64);
+
+    /// Enough work that a system's sampled cost is far above `INLINE_BELOW_NS`, so that it is
+    /// handed off rather than run inline.
+    fn busy() {
+        for i in 0..20_000_u64 {
+            black_box(i);
+        }
+    }
+
+    // Order-sensitive updates: running two conflicting systems the other way round, or
+    // concurrently, changes the result.
+    fn write_a<const K: u64>(mut q: Query<(&mut A, &B)>) {
+        busy();
+        q.for_each(|(mut a, b)| a.0 = a.0.wrapping_mul(31).wrapping_add(b.0 ^ K));
+    }
+    fn write_b<const K: u64>(mut q: Query<(&mut B, &C)>) {
+        busy();
+        q.for_each(|(mut b, c)| b.0 = b.0.wrapping_mul(37).wrapping_add(c.0 ^ K));
+    }
+    fn write_c<const K: u64>(mut q: Query<(&mut C, &A)>) {
+        busy();
+        q.for_each(|(mut c, a)| c.0 = c.0.wrapping_mul(41).wrapping_add(a.0 ^ K));
+    }
+    fn write_d<const K: u64>(mut q: Query<&mut D>) {
+        busy();
+        q.for_each(|mut d| d.0 = d.0.wrapping_mul(43).wrapping_add(K));
+    }
+    fn tiny_d<const K: u64>(mut q: Query<&mut D>) {
+        q.for_each(|mut d| d.0 ^= K);
+    }
+    fn read_all(q: Query<(&A, &B, &C, &D)>, mut sum: ResMut<Sum>) {
+        busy();
+        sum.0 = q.iter().fold(sum.0, |acc, (a, b, c, d)| {
+            acc.wrapping_mul(7) ^ a.0 ^ b.0.rotate_left(16) ^ c.0.rotate_left(32) ^ d.0.rotate_left(48)
+        });
+    }
+    fn exclusive(world: &mut World) {
+        world.resource_mut::<Sum>().unwrap().0 ^= 0x5555;
+    }
+
+    fn schedule(executor: ExecutorKind) -> Schedule {
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((
+            write_a::<1>,
+            write_d::<1>,
+            write_b::<2>,
+            tiny_d::<2>,
+            write_c::<3>,
+            write_a::<4>,
+            read_all,
+            write_d::<5>,
+            tiny_d::<6>,
+            write_b::<7>,
+        ));
+        schedule.add_systems((write_c::<8>, exclusive, write_a::<9>, write_d::<10>, read_all));
+        schedule
+    }
+
+    fn world() -> World {
+        let mut world = World::new();
+        for i in 0..200_u64 {
+            world.spawn((A(i), B(i * 3), C(i * 5), D(i * 7)));
+            if i % 3 == 0 {
+                world.spawn((A(i), B(i), C(i)));
+            }
+        }
+        world.init_resource::<Sum>();
+        world
+    }
+
+    fn state(world: &mut World) -> (Vec<(u64, u64, u64)>, u64) {
+        let mut q = world.query::<(&A, &B, &C)>();
+        let rows = q.iter(world).map(|(a, b, c)| (a.0, b.0, c.0)).collect();
+        (rows, world.resource::<Sum>().unwrap().0)
+    }
+
+    #[test]
+    fn handed_off_systems_give_the_single_threaded_result() {
+        let runs = 60;
+        let mut results = Vec::new();
+        for executor in [ExecutorKind::SingleThreaded, ExecutorKind::Parallel] {
+            let mut world = world();
+            let mut schedule = schedule(executor);
+            for _ in 0..runs {
+                schedule.run(&mut world);
+            }
+            results.push(state(&mut world));
+        }
+        assert_eq!(results[0], results[1]);
+    }
+
+    #[test]
+    fn panics_in_handed_off_systems_reach_the_caller_run_after_run() {
+        fn sometimes(mut q: Query<&mut D>, mut runs: Local<u32>) {
+            busy();
+            *runs += 1;
+            if (*runs).is_multiple_of(3) {
+                panic!("run {}", *runs);
+            }
+            q.for_each(|mut d| d.0 += 1);
+        }
+        let mut world = world();
+        let mut schedule = schedule(ExecutorKind::Parallel);
+        schedule.add_systems(sometimes);
+        for run in 1..=30_u32 {
+            let result = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world)));
+            if run.is_multiple_of(3) {
+                let payload = result.unwrap_err();
+                assert_eq!(payload.downcast_ref::<String>(), Some(&format!("run {run}")));
+            } else {
+                result.unwrap();
+            }
+        }
     }
 }
