@@ -30,9 +30,13 @@ pub enum ExecutorKind {
     Parallel,
 }
 
-/// Systems whose measured cost is below this run inline instead of as a rayon task: a
-/// thread hop costs more than they do.
-const INLINE_BELOW_NS: u64 = 4_000;
+/// Systems whose measured cost is below this run inline, on the thread that released them;
+/// costlier ones may go to another thread. A hand-off costs well under a microsecond when a
+/// rayon worker is awake (and the caller takes back work no helper has started), so a node of
+/// a few microseconds is already worth moving: in the three-swap `schedule` bench, 2 us
+/// (rather than 4) lets the caller keep the 11 us system and hand the two 3 us ones to a
+/// helper, and the run takes as long as its longest system.
+const INLINE_BELOW_NS: u64 = 2_000;
 /// Costs are re-measured on every run until this many samples exist, then every
 /// `SAMPLE_EVERY` runs, so that timing does not dominate tiny systems.
 const WARM_SAMPLES: u32 = 4;
