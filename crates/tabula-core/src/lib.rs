@@ -72,9 +72,9 @@ pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;
 pub use event::{EventCursor, Events};
 pub use hierarchy::{Children, HierarchyError, Parent};
-pub use resource::ResourceError;
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
+pub use resource::ResourceError;
 pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, World, WorldId};

@@ -188,7 +188,10 @@ impl<'w> UnsafeWorldCell<'w> {
     /// The cell allows mutation, and for `'w` nobody else reads or writes this resource (the
     /// caller holds a write access to it).
     pub unsafe fn get_resource_mut<R: Component>(self) -> Option<&'w mut R> {
-        debug_assert!(self.allows_mutation(), "get_resource_mut on a read-only UnsafeWorldCell");
+        debug_assert!(
+            self.allows_mutation(),
+            "get_resource_mut on a read-only UnsafeWorldCell"
+        );
         // SAFETY: only the registry and the slot list (structure) are read here.
         let world = unsafe { self.world() };
         let ptr = world.resources.ptr::<R>(world.components.id::<R>()?)?;
@@ -254,7 +257,12 @@ mod tests {
         world.insert_resource(2u64);
         let cell = UnsafeWorldCell::new_mutable(&mut world);
         // SAFETY: one writer of `u32`, one reader of `u64`: disjoint accesses.
-        let (a, b) = unsafe { (cell.get_resource_mut::<u32>().unwrap(), cell.get_resource::<u64>().unwrap()) };
+        let (a, b) = unsafe {
+            (
+                cell.get_resource_mut::<u32>().unwrap(),
+                cell.get_resource::<u64>().unwrap(),
+            )
+        };
         *a += *b as u32;
         assert_eq!(world.resource::<u32>(), Ok(&3));
     }

@@ -57,7 +57,9 @@ pub use access::SystemAccess;
 pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
 pub use executor::ExecutorKind;
 pub use graph::ScheduleBuildError;
-pub use param::{EventReader, EventWriter, Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam, SystemParamItem};
+pub use param::{
+    EventReader, EventWriter, Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam, SystemParamItem,
+};
 pub use schedule::Schedule;
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use system::{
@@ -69,7 +71,7 @@ pub use trace::{Trace, TraceEvent};
 /// The names system code uses every day.
 pub mod prelude {
     pub use crate::{
-        CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local, Query, Res,
-        ResMut, Schedule, SystemSet, apply_deferred,
+        CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local, Query,
+        Res, ResMut, Schedule, SystemSet, apply_deferred,
     };
 }

@@ -477,7 +477,10 @@ mod deferred {
                 schedule.run(&mut world);
             }
             let mut q = world.query::<(Entity, Option<&Position>)>();
-            let mut state: Vec<_> = q.iter(&world).map(|(e, p)| (e, p.map(|p| p.0.to_bits()))).collect();
+            let mut state: Vec<_> = q
+                .iter(&world)
+                .map(|(e, p)| (e, p.map(|p| p.0.to_bits())))
+                .collect();
             state.sort();
             outcomes.push(state);
             // The guarantee behind it: two command-recording systems are always ordered, so
@@ -517,6 +520,9 @@ mod deferred {
             schedule.run(&mut world);
         }
         assert_eq!(world.resource::<Received>().unwrap().0, [(100, 7), (2, 7)]);
-        assert!(world.resource::<tabula_core::Events<Ping>>().unwrap().is_empty(), "dropped after two updates");
+        assert!(
+            world.resource::<tabula_core::Events<Ping>>().unwrap().is_empty(),
+            "dropped after two updates"
+        );
     }
 }

@@ -33,8 +33,8 @@ pub struct GuideDoctests;
 
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
-    pub use tabula_schedule::prelude::*;
     pub use tabula_core::{
         Bundle, Children, Commands, Component, Entity, EntityError, Events, Mut, Parent, World,
     };
+    pub use tabula_schedule::prelude::*;
 }

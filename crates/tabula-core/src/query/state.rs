@@ -394,7 +394,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ///
     /// # Safety
     /// As for [`get_unchecked`](Self::get_unchecked).
-    pub unsafe fn single_unchecked<'w>(&self, world: UnsafeWorldCell<'w>, ticks: RunTicks) -> Result<D::Item<'w>, QueryError> {
+    pub unsafe fn single_unchecked<'w>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Result<D::Item<'w>, QueryError> {
         // SAFETY: forwarded contract; at most one item is kept.
         let mut iter = unsafe { QueryIter::new(self, world, ticks) };
         let first = iter.next();

@@ -69,6 +69,21 @@ unsafe impl Sync for Shared<'_> {}
 // SAFETY: as above.
 unsafe impl Send for Shared<'_> {}
 
+/// A run's [`Shared`], as a helper task carries it (type- and lifetime-erased, because the
+/// task may outlive the run): dereferenced only inside the run's gate.
+struct RunPtr(*const ());
+
+// SAFETY: it points to a `Shared`, which is `Sync`, and is dereferenced only while the gate
+// guarantees the run is alive.
+unsafe impl Send for RunPtr {}
+
+impl RunPtr {
+    /// The pointer (a method, so that closures capture the whole `Send` wrapper).
+    fn get(&self) -> *const () {
+        self.0
+    }
+}
+
 thread_local! {
     /// The calling thread's stack of released nodes and list of roots to start from, kept
     /// between runs to save allocating.
@@ -249,14 +264,14 @@ impl<'a> Shared<'a> {
     fn spawn_helper(&self) {
         let gate = Arc::clone(self.state.gate());
         let epoch = self.epoch;
-        let shared = std::ptr::from_ref(self) as usize;
+        let run = RunPtr(std::ptr::from_ref(self).cast());
         rayon::spawn(move || {
             if !gate.enter(epoch) {
                 return; // The run ended before this task started.
             }
             // SAFETY: the gate admitted this task to run `epoch`, whose `Shared` is alive: the
             // caller closes the gate (waiting for this task to leave) before dropping it.
-            let shared = unsafe { &*(shared as *const Shared<'_>) };
+            let shared = unsafe { &*run.get().cast::<Shared<'_>>() };
             shared.help();
             gate.leave();
         });
@@ -388,7 +403,9 @@ mod tests {
     /// Enough work that a system's sampled cost is far above `INLINE_BELOW_NS`, so that it is
     /// handed off rather than run inline.
     fn busy() {
-        for i in 0..20_000_u64 {
+        // Under Miri everything is slow enough to be handed off.
+        let spins = if cfg!(miri) { 10 } else { 20_000_u64 };
+        for i in 0..spins {
             black_box(i);
         }
     }
@@ -445,7 +462,8 @@ mod tests {
 
     fn world() -> World {
         let mut world = World::new();
-        for i in 0..200_u64 {
+        let n = if cfg!(miri) { 12 } else { 200_u64 };
+        for i in 0..n {
             world.spawn((A(i), B(i * 3), C(i * 5), D(i * 7)));
             if i % 3 == 0 {
                 world.spawn((A(i), B(i), C(i)));
@@ -463,7 +481,7 @@ mod tests {
 
     #[test]
     fn handed_off_systems_give_the_single_threaded_result() {
-        let runs = 60;
+        let runs = if cfg!(miri) { 3 } else { 60 };
         let mut results = Vec::new();
         for executor in [ExecutorKind::SingleThreaded, ExecutorKind::Parallel] {
             let mut world = world();
@@ -489,7 +507,8 @@ mod tests {
         let mut world = world();
         let mut schedule = schedule(ExecutorKind::Parallel);
         schedule.add_systems(sometimes);
-        for run in 1..=30_u32 {
+        let runs = if cfg!(miri) { 6 } else { 30_u32 };
+        for run in 1..=runs {
             let result = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world)));
             if run.is_multiple_of(3) {
                 let payload = result.unwrap_err();

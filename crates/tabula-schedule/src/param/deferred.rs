@@ -3,7 +3,9 @@
 
 use std::any::type_name;
 
-use tabula_core::{Access, CommandError, CommandQueue, Commands, EventCursor, Events, UnsafeWorldCell, World};
+use tabula_core::{
+    Access, CommandError, CommandQueue, Commands, EventCursor, Events, UnsafeWorldCell, World,
+};
 
 use super::{RunTicks, SystemMeta, SystemParam};
 
@@ -111,7 +113,11 @@ fn events_access<E: Send + Sync + 'static>(world: &mut World, write: bool) -> Ac
     world.add_event::<E>();
     let id = world.register_resource::<Events<E>>();
     let mut access = Access::default();
-    let result = if write { access.add_write(id) } else { access.add_read(id) };
+    let result = if write {
+        access.add_write(id)
+    } else {
+        access.add_read(id)
+    };
     result.expect("a fresh access cannot conflict");
     access
 }
@@ -134,7 +140,8 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
         _: RunTicks,
     ) -> Self::Item<'w, 's> {
         // SAFETY: the system holds a read of `Events<E>`.
-        let events = unsafe { world.get_resource::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
+        let events =
+            unsafe { world.get_resource::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
         EventReader { events, cursor }
     }
 }
@@ -166,9 +173,15 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
         meta.add_param_access(world, type_name::<Self>(), access);
     }
 
-    unsafe fn get_param<'w, 's>(_: &'s mut (), meta: &SystemMeta, world: UnsafeWorldCell<'w>, _: RunTicks) -> Self::Item<'w, 's> {
+    unsafe fn get_param<'w, 's>(
+        _: &'s mut (),
+        meta: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
         // SAFETY: the system holds a write of `Events<E>`.
-        let events = unsafe { world.get_resource_mut::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
+        let events =
+            unsafe { world.get_resource_mut::<Events<E>>() }.unwrap_or_else(|| missing_events::<E>(meta));
         EventWriter { events }
     }
 }

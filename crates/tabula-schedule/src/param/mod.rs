@@ -11,7 +11,9 @@ use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
-use tabula_core::{Access, CommandError, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World};
+use tabula_core::{
+    Access, CommandError, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World,
+};
 
 use crate::access::SystemAccess;
 
