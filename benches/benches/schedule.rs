@@ -12,7 +12,7 @@
 //!   single-threaded against parallel executor.
 //!
 //! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
-//! `docs/benchmarks-schedule.md`.
+//! `docs/benchmarks.md` (section "Scheduler").
 
 use std::hint::black_box;
 use std::time::Duration;
