@@ -12,6 +12,8 @@
 //! older than that age (each time the clock has advanced by [`CHECK_TICK_THRESHOLD`]), so an
 //! ancient tick never wraps around into looking new.
 
+use crate::query::RunTicks;
+
 /// How far the clock may advance between two clamps of old ticks.
 pub const CHECK_TICK_THRESHOLD: u32 = 518_400_000;
 
@@ -45,6 +47,22 @@ impl Tick {
         age < since_last
     }
 
+    /// The oldest tick there is, seen from `now`: never newer than anything.
+    #[inline]
+    pub(crate) fn ancient(now: Tick) -> Tick {
+        Tick(now.0.wrapping_sub(MAX_CHANGE_AGE))
+    }
+
+    /// Whichever of `self` and `other` is newer, seen from `now`.
+    #[inline]
+    pub(crate) fn newest(self, other: Tick, now: Tick) -> Tick {
+        if other.is_newer_than(self, now) {
+            other
+        } else {
+            self
+        }
+    }
+
     /// Clamps a tick older than [`MAX_CHANGE_AGE`] (seen from `now`) to exactly that age, so
     /// that it can never wrap around into the future. Returns true when it was clamped.
     #[inline]
@@ -62,28 +80,38 @@ impl Tick {
 ///
 /// Dereferencing mutably stamps the row's `changed` tick, so merely looking through a `Mut`
 /// does not count as a change; only `DerefMut` does (the semantics bevy_ecs users know).
+///
+/// `changed` points at the row's own tick, or, inside [`QueryState::for_each`], at a scratch
+/// tick the loop reads back after the item is gone (see `query/for_each.rs`). `floor` is the
+/// column's changed floor: a column marked changed as a whole counts every row as changed at
+/// least then.
+///
+/// [`QueryState::for_each`]: crate::query::QueryState::for_each
 pub struct Mut<'a, T> {
     value: &'a mut T,
     added: Tick,
     changed: &'a mut Tick,
+    floor: Tick,
     last_run: Tick,
     this_run: Tick,
 }
 
 impl<'a, T> Mut<'a, T> {
+    #[inline]
     pub(crate) fn new(
         value: &'a mut T,
         added: Tick,
         changed: &'a mut Tick,
-        last_run: Tick,
-        this_run: Tick,
+        floor: Tick,
+        run: RunTicks,
     ) -> Self {
         Self {
             value,
             added,
             changed,
-            last_run,
-            this_run,
+            floor,
+            last_run: run.last_run,
+            this_run: run.this_run,
         }
     }
 
@@ -95,6 +123,7 @@ impl<'a, T> Mut<'a, T> {
     /// True when the component was added or mutably accessed since the last run.
     pub fn is_changed(&self) -> bool {
         self.changed.is_newer_than(self.last_run, self.this_run)
+            || self.floor.is_newer_than(self.last_run, self.this_run)
     }
 
     /// The value, without marking it changed.
@@ -144,13 +173,15 @@ pub struct Ref<'a, T> {
 }
 
 impl<'a, T> Ref<'a, T> {
-    pub(crate) fn new(value: &'a T, added: Tick, changed: Tick, last_run: Tick, this_run: Tick) -> Self {
+    /// `changed` is the row's effective changed tick (its own, or the column's floor if newer).
+    #[inline]
+    pub(crate) fn new(value: &'a T, added: Tick, changed: Tick, run: RunTicks) -> Self {
         Self {
             value,
             added,
             changed,
-            last_run,
-            this_run,
+            last_run: run.last_run,
+            this_run: run.this_run,
         }
     }
 

@@ -25,6 +25,7 @@ use crate::change::{CHECK_TICK_THRESHOLD, Mut, Tick};
 use crate::component::{Component, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
+use crate::query::RunTicks;
 use crate::resource::Resources;
 
 pub use entity_ref::{EntityMut, EntityRef};
@@ -335,8 +336,9 @@ impl World {
         unsafe {
             let value = &mut *column.ptr(row).cast::<T>();
             let added = *column.added_ptr(row);
+            let floor = column.changed_floor(this_run);
             let changed = &mut *column.changed_ptr(row);
-            Ok(Mut::new(value, added, changed, last_run, this_run))
+            Ok(Mut::new(value, added, changed, floor, RunTicks { last_run, this_run }))
         }
     }
 

@@ -10,12 +10,14 @@
 //!    pointers (the *fetch*); then `fetch(row)` per entity: one pointer offset.
 
 use std::marker::PhantomData;
+use std::ops::Range;
 
 use super::access::Access;
 use crate::archetype::Archetype;
 use crate::change::{Mut, Ref, Tick};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::storage::Column;
 use crate::world::World;
 
 /// The change ticks of one query run: changes newer than `last_run` and up to `this_run`
@@ -88,6 +90,48 @@ pub unsafe trait QueryData: WorldQuery {
     /// `len` is the archetype's length; for a mutable term, no other item of this archetype
     /// is live.
     unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w>;
+
+    // Deferred change marks, for `for_each` (see `query/for_each.rs`): a mutable term's item
+    // marks a scratch tick in the fetch instead of the row's tick, the loop reads the scratch
+    // back, and a run of rows that were all marked is recorded at once.
+
+    /// Whether some term defers marks (a `&mut T` or `Mut<T>`, possibly inside a tuple or an
+    /// `Option`); when false the deferred methods below do nothing.
+    const DEFERS_MARKS: bool = false;
+
+    /// The item of `row`, with mutable terms marking their fetch's scratch tick.
+    ///
+    /// # Safety
+    /// As for [`fetch`](Self::fetch); in addition the item must be gone before `fetch` is used
+    /// again, moved or dropped (the item points into it).
+    #[inline]
+    unsafe fn fetch_deferred<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: the caller's contract covers `fetch`'s.
+        unsafe { Self::fetch(fetch, row) }
+    }
+
+    /// After the item of [`fetch_deferred`](Self::fetch_deferred) is gone: whether every
+    /// mutable term counts its row as changed in this run.
+    #[inline]
+    fn row_marked(_fetch: &Self::Fetch<'_>) -> bool {
+        true
+    }
+
+    /// Records that `rows` were all marked. `whole` says they are every row of the
+    /// archetype, so the column's floor can record it in O(1).
+    ///
+    /// # Safety
+    /// The rows are live, and no item of them is live; the caller holds the write access to
+    /// them; `whole` only when no other thread touches this archetype's rows.
+    #[inline]
+    unsafe fn mark_rows(_fetch: &mut Self::Fetch<'_>, _rows: Range<usize>, _whole: bool) {}
+
+    /// Stores the scratch mark left by the last deferred item (of `row`) into the row.
+    ///
+    /// # Safety
+    /// As for [`mark_rows`](Self::mark_rows), for the one row.
+    #[inline]
+    unsafe fn store_mark(_fetch: &mut Self::Fetch<'_>, _row: usize) {}
 }
 
 /// A [`QueryData`] that never writes, so it can be iterated through `&World`.
@@ -150,20 +194,25 @@ unsafe impl ReadOnlyQueryData for Entity {}
 // ---------------------------------------------------------------------------------------
 // &T and Ref<T>
 
-/// The fetch of a component read: the column's values and its ticks.
+/// The fetch of a component read: the column's values, its ticks and its changed floor.
 pub struct ReadFetch<'w, T> {
     values: *const T,
     added: *const Tick,
     changed: *const Tick,
+    floor: Tick,
     ticks: RunTicks,
     _marker: PhantomData<&'w T>,
 }
 
-/// The fetch of a component write.
+/// The fetch of a component write: as [`ReadFetch`], plus the column itself (to move its
+/// floor) and the scratch tick that deferred items mark.
 pub struct WriteFetch<'w, T> {
     values: *mut T,
     added: *const Tick,
     changed: *mut Tick,
+    floor: Tick,
+    column: &'w Column,
+    scratch: Tick,
     ticks: RunTicks,
     _marker: PhantomData<&'w mut T>,
 }
@@ -206,6 +255,8 @@ macro_rules! read_term {
                     values: column.data_ptr().cast::<T>(),
                     added: column.added_base(),
                     changed: column.changed_base(),
+                    // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
+                    floor: unsafe { column.changed_floor(ticks.this_run) },
                     ticks,
                     _marker: PhantomData,
                 }
@@ -250,9 +301,8 @@ unsafe impl<'a, T: Component> QueryData for Ref<'a, T> {
             Ref::new(
                 &*fetch.values.add(row),
                 *fetch.added.add(row),
-                *fetch.changed.add(row),
-                fetch.ticks.last_run,
-                fetch.ticks.this_run,
+                (*fetch.changed.add(row)).newest(fetch.floor, fetch.ticks.this_run),
+                fetch.ticks,
             )
         }
     }
@@ -290,6 +340,10 @@ macro_rules! write_term {
                     values: column.data_ptr().cast::<T>(),
                     added: column.added_base(),
                     changed: column.changed_base(),
+                    // SAFETY: the caller holds the write of `T`; no one else touches the floor.
+                    floor: unsafe { column.changed_floor(ticks.this_run) },
+                    column,
+                    scratch: ticks.this_run,
                     ticks,
                     _marker: PhantomData,
                 }
@@ -311,18 +365,67 @@ macro_rules! write_term {
                         &mut *fetch.values.add(row),
                         *fetch.added.add(row),
                         &mut *fetch.changed.add(row),
-                        fetch.ticks.last_run,
-                        fetch.ticks.this_run,
+                        fetch.floor,
+                        fetch.ticks,
                     )
                 }
             }
 
             #[inline]
             unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
-                // SAFETY: rows `0..len` are live and exclusively ours (the caller's contract).
+                // SAFETY: rows `0..len` are every row of the archetype and exclusively ours
+                // (the caller's contract), so the floor may record that all of them change.
                 unsafe {
-                    std::slice::from_raw_parts_mut(fetch.changed, len).fill(fetch.ticks.this_run);
+                    fetch.column.set_changed_floor(fetch.ticks.this_run);
                     std::slice::from_raw_parts_mut(fetch.values, len)
+                }
+            }
+
+            const DEFERS_MARKS: bool = true;
+
+            #[inline]
+            unsafe fn fetch_deferred<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+                // SAFETY: as for `fetch`, except that the item marks `fetch.scratch`: the
+                // caller keeps `fetch` in place and unused until the item is gone, so the
+                // `'w` reference to the scratch never dangles or aliases.
+                unsafe {
+                    fetch.scratch = *fetch.changed.add(row);
+                    let scratch: *mut Tick = &mut fetch.scratch;
+                    Mut::new(
+                        &mut *fetch.values.add(row),
+                        *fetch.added.add(row),
+                        &mut *scratch,
+                        fetch.floor,
+                        fetch.ticks,
+                    )
+                }
+            }
+
+            #[inline]
+            fn row_marked(fetch: &Self::Fetch<'_>) -> bool {
+                fetch.scratch == fetch.ticks.this_run
+            }
+
+            #[inline]
+            unsafe fn mark_rows(fetch: &mut Self::Fetch<'_>, rows: Range<usize>, whole: bool) {
+                // SAFETY: the rows are live and ours to write (the caller's contract); `whole`
+                // means no other thread works on this column, so its floor is ours too.
+                unsafe {
+                    if whole {
+                        fetch.column.set_changed_floor(fetch.ticks.this_run);
+                    } else {
+                        let len = rows.end - rows.start;
+                        std::slice::from_raw_parts_mut(fetch.changed.add(rows.start), len)
+                            .fill(fetch.ticks.this_run);
+                    }
+                }
+            }
+
+            #[inline]
+            unsafe fn store_mark(fetch: &mut Self::Fetch<'_>, row: usize) {
+                if Self::row_marked(fetch) {
+                    // SAFETY: the row is live and ours to write (the caller's contract).
+                    unsafe { *fetch.changed.add(row) = fetch.ticks.this_run };
                 }
             }
         }
@@ -382,6 +485,37 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
     unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
         // SAFETY: forwarded contract.
         fetch.as_mut().map(|fetch| unsafe { Q::fetch_chunk(fetch, len) })
+    }
+
+    const DEFERS_MARKS: bool = Q::DEFERS_MARKS;
+
+    #[inline]
+    unsafe fn fetch_deferred<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: forwarded contract.
+        fetch
+            .as_mut()
+            .map(|fetch| unsafe { Q::fetch_deferred(fetch, row) })
+    }
+
+    #[inline]
+    fn row_marked(fetch: &Self::Fetch<'_>) -> bool {
+        fetch.as_ref().is_none_or(Q::row_marked)
+    }
+
+    #[inline]
+    unsafe fn mark_rows(fetch: &mut Self::Fetch<'_>, rows: Range<usize>, whole: bool) {
+        if let Some(fetch) = fetch {
+            // SAFETY: forwarded contract.
+            unsafe { Q::mark_rows(fetch, rows, whole) }
+        }
+    }
+
+    #[inline]
+    unsafe fn store_mark(fetch: &mut Self::Fetch<'_>, row: usize) {
+        if let Some(fetch) = fetch {
+            // SAFETY: forwarded contract.
+            unsafe { Q::store_mark(fetch, row) }
+        }
     }
 }
 
@@ -501,6 +635,32 @@ macro_rules! tuple_data {
                 // SAFETY: forwarded contract, member by member.
                 #[allow(unused_unsafe)]
                 unsafe { ($($name::fetch_chunk(&mut fetch.$index, len),)*) }
+            }
+
+            const DEFERS_MARKS: bool = false $(|| $name::DEFERS_MARKS)*;
+
+            #[inline]
+            unsafe fn fetch_deferred<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+                // SAFETY: forwarded contract, member by member (each points into its own part).
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch_deferred(&mut fetch.$index, row),)*) }
+            }
+
+            #[inline]
+            fn row_marked(fetch: &Self::Fetch<'_>) -> bool {
+                true $(&& $name::row_marked(&fetch.$index))*
+            }
+
+            #[inline]
+            unsafe fn mark_rows(fetch: &mut Self::Fetch<'_>, rows: Range<usize>, whole: bool) {
+                // SAFETY: forwarded contract, member by member.
+                $(unsafe { $name::mark_rows(&mut fetch.$index, rows.clone(), whole) };)*
+            }
+
+            #[inline]
+            unsafe fn store_mark(fetch: &mut Self::Fetch<'_>, row: usize) {
+                // SAFETY: forwarded contract, member by member.
+                $(unsafe { $name::store_mark(&mut fetch.$index, row) };)*
             }
         }
 

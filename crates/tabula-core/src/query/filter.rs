@@ -91,14 +91,16 @@ macro_rules! archetypal_filter {
 archetypal_filter!(With, |has| has, add_with);
 archetypal_filter!(Without, |has: bool| !has, add_without);
 
-/// The fetch of a tick filter: one tick column and the run's ticks.
+/// The fetch of a tick filter: one tick column and the run's ticks; `all` when the column's
+/// changed floor already passes every row.
 pub struct TickFetch {
     ticks: *const Tick,
     run: RunTicks,
+    all: bool,
 }
 
 macro_rules! tick_filter {
-    ($name:ident, $base:ident) => {
+    ($name:ident, $base:ident, $floor:expr) => {
         // SAFETY: reads the tick column of `T`, reported as a read of `T`.
         unsafe impl<T: Component> WorldQuery for $name<T> {
             type State = ComponentId;
@@ -125,9 +127,14 @@ macro_rules! tick_filter {
                 archetype: &'w Archetype,
                 run: RunTicks,
             ) -> Self::Fetch<'w> {
+                let column = archetype.table.column(column);
                 TickFetch {
-                    ticks: archetype.table.column(column).$base(),
+                    ticks: column.$base(),
                     run,
+                    // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
+                    all: $floor
+                        && unsafe { column.changed_floor(run.this_run) }
+                            .is_newer_than(run.last_run, run.this_run),
                 }
             }
         }
@@ -138,6 +145,9 @@ macro_rules! tick_filter {
 
             #[inline]
             unsafe fn filter_row(fetch: &mut TickFetch, row: usize) -> bool {
+                if fetch.all {
+                    return true;
+                }
                 // SAFETY: `row` is live (the caller's contract); ticks are only written by
                 // holders of a write to `T`, which conflicts with this read.
                 let tick = unsafe { *fetch.ticks.add(row) };
@@ -147,8 +157,8 @@ macro_rules! tick_filter {
     };
 }
 
-tick_filter!(Added, added_base);
-tick_filter!(Changed, changed_base);
+tick_filter!(Added, added_base, false);
+tick_filter!(Changed, changed_base, true);
 
 macro_rules! tuple_filter {
     ($($name:ident $index:tt),*) => {

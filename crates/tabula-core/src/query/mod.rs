@@ -25,6 +25,7 @@ mod access;
 mod error;
 mod fetch;
 mod filter;
+mod for_each;
 mod iter;
 mod par;
 mod state;
@@ -37,5 +38,7 @@ pub use iter::QueryIter;
 pub use par::BatchSize;
 pub use state::QueryState;
 
+#[cfg(test)]
+mod marking_tests;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::fetch::{QueryData, RunTicks};
 use super::filter::QueryFilter;
-use super::iter::QueryIter;
+use super::for_each::run_rows;
 use super::state::QueryState;
 use crate::world::{UnsafeWorldCell, World};
 
@@ -81,7 +81,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         };
         if total <= batch || threads <= 1 {
             // SAFETY: forwarded contract.
-            unsafe { QueryIter::new(self, world, ticks) }.for_each(f);
+            unsafe { self.for_each_unchecked(world, ticks, f) };
             return;
         }
 
@@ -101,14 +101,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             // SAFETY: the caches came from matching this archetype; the caller holds the
             // query's access; batches cover disjoint rows, so items on different threads
             // never alias; components are `Send + Sync`.
+            // A batch that spans the whole archetype is the only one working on it.
             unsafe {
+                let whole = rows.start == 0 && rows.end == archetype.len();
                 let mut data = D::fetch_archetype(matched.data, archetype, ticks);
                 let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                for row in rows {
-                    if F::ARCHETYPAL || F::filter_row(&mut filter, row) {
-                        f(D::fetch(&mut data, row));
-                    }
-                }
+                run_rows::<D, F>(&mut data, &mut filter, rows, whole, &mut &f);
             }
         });
     }

@@ -229,11 +229,6 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         unsafe { QueryIter::new(self, world, ticks) }
     }
 
-    /// Calls `f` on every matching item. The loop runs per archetype over plain columns.
-    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
-        self.iter_mut(world).for_each(f);
-    }
-
     /// Calls `f` once per non-empty matching archetype with whole columns, e.g.
     /// `(&mut [Position], &[Velocity])`, for loops the compiler can vectorise. `&mut T`
     /// columns are marked changed as a whole, once per call.

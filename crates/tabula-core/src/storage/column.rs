@@ -1,6 +1,7 @@
 //! One component type's values for every row of a table, plus their change ticks.
 
 use std::alloc::{self, Layout};
+use std::cell::UnsafeCell;
 use std::ptr::{self, NonNull};
 
 use crate::change::Tick;
@@ -13,12 +14,24 @@ use crate::component::ComponentInfo;
 /// Invariant (kept by `Table`): `data`, `added` and `changed` are allocated for exactly the
 /// table's `capacity` rows (or dangling when that is zero / the type is zero-sized), and rows
 /// `0..len` hold initialised values of the column's type.
+///
+/// ## The changed floor
+///
+/// A pass that writes every row of the column (`for_each_chunk`, or a `for_each` whose closure
+/// wrote each row) records that once, as the column's *changed floor*, instead of storing a
+/// tick per row. A row's changed tick is then the newer of its own tick and the floor.
+/// Invariant: the floor is never newer than the true changed tick of any row in the column;
+/// so before a row with an older tick moves in, [`settle_floor`](Self::settle_floor) writes
+/// the floor into the rows and clears it. New values are stamped with the current tick, which
+/// is never older than the floor, so pushing them needs nothing.
 pub(crate) struct Column {
     item: Layout,
     drop: Option<unsafe fn(*mut u8)>,
     data: NonNull<u8>,
     added: NonNull<Tick>,
     changed: NonNull<Tick>,
+    /// Written through shared references by queries that hold a write access to the column.
+    changed_floor: UnsafeCell<Option<Tick>>,
 }
 
 // SAFETY: a column owns values of one component type, and components are `Send + Sync`
@@ -118,6 +131,7 @@ impl Column {
             data: dangling(info.layout().align()),
             added: NonNull::dangling(),
             changed: NonNull::dangling(),
+            changed_floor: UnsafeCell::new(None),
         }
     }
 
@@ -215,14 +229,26 @@ impl Column {
     }
 
     /// Moves the value and ticks of `row` into slot `dst_row` of `dst`, leaving `row`
-    /// logically empty.
+    /// logically empty. The row takes its effective changed tick along (see the floor); if it
+    /// is older than `dst`'s floor, `dst` settles its floor first.
     ///
     /// # Safety
     /// `dst` stores the same component type; `row` initialised here, `dst_row` uninitialised
-    /// there, both in bounds.
+    /// there, both in bounds, and `dst_row` is `dst`'s table length before the push (rows
+    /// `0..dst_row` are live there).
     #[inline]
-    pub(crate) unsafe fn move_to(&self, row: usize, dst: &mut Column, dst_row: usize) {
+    pub(crate) unsafe fn move_to(&mut self, row: usize, dst: &mut Column, dst_row: usize, now: Tick) {
         debug_assert_eq!(self.item, dst.item);
+        // SAFETY: `row` is in bounds here; `&mut self` makes this the only access.
+        let changed = unsafe { self.changed_of(row, now) };
+        if dst
+            .changed_floor
+            .get_mut()
+            .is_some_and(|floor| floor.is_newer_than(changed, now))
+        {
+            // SAFETY: rows `0..dst_row` are live in `dst` (the caller's contract).
+            unsafe { dst.settle_floor(dst_row, now) };
+        }
         // SAFETY: in-bounds slots of two different columns of the same type.
         unsafe {
             copy_value(self.ptr(row), dst.ptr(dst_row), self.item.size());
@@ -230,10 +256,60 @@ impl Column {
                 .as_ptr()
                 .add(dst_row)
                 .write(*self.added.as_ptr().add(row));
-            dst.changed
-                .as_ptr()
-                .add(dst_row)
-                .write(*self.changed.as_ptr().add(row));
+            dst.changed.as_ptr().add(dst_row).write(changed);
+        }
+    }
+
+    /// The changed tick of `row`: its own, or the floor if that is newer.
+    ///
+    /// # Safety
+    /// `row < capacity` holds a written tick; nothing writes this column's ticks meanwhile.
+    #[inline]
+    pub(crate) unsafe fn changed_of(&self, row: usize, now: Tick) -> Tick {
+        // SAFETY: the caller's contract.
+        let (own, floor) = unsafe { (*self.changed.as_ptr().add(row), *self.changed_floor.get()) };
+        match floor {
+            Some(floor) => own.newest(floor, now),
+            None => own,
+        }
+    }
+
+    /// The changed floor, or the oldest tick there is when the column has none, so that it
+    /// can always be compared.
+    ///
+    /// # Safety
+    /// Nothing writes this column's ticks meanwhile (the caller holds a read or write access to
+    /// the column).
+    #[inline]
+    pub(crate) unsafe fn changed_floor(&self, now: Tick) -> Tick {
+        // SAFETY: no concurrent write (the caller's contract).
+        unsafe { *self.changed_floor.get() }.unwrap_or(Tick::ancient(now))
+    }
+
+    /// Marks every row of the column changed at `tick`, in O(1).
+    ///
+    /// # Safety
+    /// The caller has exclusive access to the column's ticks (a write access to the column)
+    /// and `tick` is the current run's tick, not older than any row's changed tick.
+    #[inline]
+    pub(crate) unsafe fn set_changed_floor(&self, tick: Tick) {
+        // SAFETY: exclusive access (the caller's contract).
+        unsafe { *self.changed_floor.get() = Some(tick) }
+    }
+
+    /// Writes the floor into every live row older than it and clears it.
+    ///
+    /// # Safety
+    /// `len <= capacity` and rows `0..len` hold written ticks.
+    #[cold]
+    pub(crate) unsafe fn settle_floor(&mut self, len: usize, now: Tick) {
+        let Some(floor) = self.changed_floor.get_mut().take() else {
+            return;
+        };
+        // SAFETY: `len` written ticks (the caller's contract); `&mut self` is exclusive.
+        let changed = unsafe { std::slice::from_raw_parts_mut(self.changed.as_ptr(), len) };
+        for tick in changed {
+            *tick = tick.newest(floor, now);
         }
     }
 
@@ -278,6 +354,14 @@ impl Column {
         for tick in added.iter_mut().chain(changed) {
             tick.clamp_age(now);
         }
+        if let Some(floor) = self.changed_floor.get_mut() {
+            floor.clamp_age(now);
+        }
+    }
+
+    /// Clears the floor of a column whose rows are all gone.
+    pub(crate) fn clear_floor(&mut self) {
+        *self.changed_floor.get_mut() = None;
     }
 
     /// Base pointer of the value buffer (row 0), for typed iteration.

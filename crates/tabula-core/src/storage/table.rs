@@ -1,5 +1,6 @@
 //! The rows of one archetype: entity ids plus one column per component.
 
+use crate::change::Tick;
 use crate::component::ComponentInfo;
 use crate::entity::Entity;
 
@@ -149,8 +150,15 @@ impl Table {
     /// # Safety
     /// `row < len`; `dst_row` was returned by `dst.push_uninit` and its mapped slots are not
     /// yet initialised; `map` has one entry per column here, distinct targets, each naming a
-    /// `dst` column of the same component type.
-    pub(crate) unsafe fn move_row(&mut self, row: usize, dst: &mut Table, dst_row: usize, map: &[u32]) {
+    /// `dst` column of the same component type. `now` is the world's current tick.
+    pub(crate) unsafe fn move_row(
+        &mut self,
+        row: usize,
+        dst: &mut Table,
+        dst_row: usize,
+        map: &[u32],
+        now: Tick,
+    ) {
         debug_assert_eq!(map.len(), self.columns.len());
         let last = self.len() - 1;
         for (column, &target) in self.columns.iter_mut().zip(map) {
@@ -162,7 +170,7 @@ impl Table {
                         column.swap(row, last);
                     }
                 } else {
-                    column.move_to(row, &mut dst.columns[target as usize], dst_row);
+                    column.move_to(row, &mut dst.columns[target as usize], dst_row, now);
                     if row != last {
                         column.move_within(last, row);
                     }
@@ -183,7 +191,7 @@ impl Table {
     }
 
     /// Clamps every change tick older than the maximum age (seen from `now`).
-    pub(crate) fn check_change_ticks(&mut self, now: crate::change::Tick) {
+    pub(crate) fn check_change_ticks(&mut self, now: Tick) {
         let len = self.len();
         for column in self.columns.iter_mut() {
             // SAFETY: rows `0..len` are initialised (table invariant).
@@ -203,6 +211,9 @@ impl Table {
     pub(crate) fn detach_rows(&mut self) -> usize {
         let len = self.len();
         self.entities.clear();
+        for column in self.columns.iter_mut() {
+            column.clear_floor();
+        }
         len
     }
 

@@ -2,6 +2,7 @@
 
 use crate::archetype::{Archetype, ArchetypeId, pair_mut};
 use crate::bundle::Bundle;
+use crate::change::Tick;
 use crate::component::Component;
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::EntityError;
@@ -55,6 +56,7 @@ impl World {
                 location,
                 edge.target,
                 &edge.move_map,
+                tick,
             )
         };
         // SAFETY: see above; old values (if any) are dropped only after every field is written.
@@ -100,6 +102,7 @@ impl World {
             });
         }
 
+        let now = self.change_tick();
         // SAFETY: the target's set is the source's minus `B`, so `move_map` fills every target
         // column; `B`'s columns are unmapped and wait past the source's end.
         let (src, _, _) = unsafe {
@@ -110,6 +113,7 @@ impl World {
                 location,
                 edge.target,
                 &edge.move_map,
+                now,
             )
         };
         // SAFETY: `bundle_columns` are the source columns of `B`'s fields, each unmapped by
@@ -141,6 +145,7 @@ unsafe fn move_entity<'a>(
     location: EntityLocation,
     target: ArchetypeId,
     move_map: &[u32],
+    now: Tick,
 ) -> (&'a mut Table, &'a mut Table, usize) {
     let row = location.row as usize;
     let (src, dst) = pair_mut(archetypes, location.archetype, target);
@@ -150,7 +155,7 @@ unsafe fn move_entity<'a>(
     // satisfies `move_row`'s contract (the caller's), and the caller fills the rest of the row.
     unsafe {
         dst.table.push_uninit(entity);
-        src.table.move_row(row, &mut dst.table, dst_row, move_map);
+        src.table.move_row(row, &mut dst.table, dst_row, move_map, now);
     }
     if let Some(&moved) = src.table.entities().get(row) {
         entities.set_location(moved, location);

@@ -197,9 +197,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.iter_unchecked(self.world, self.ticks) }
     }
 
-    /// Calls `f` on every matching item.
+    /// Calls `f` on every matching item; see [`QueryState::for_each`].
     pub fn for_each(&mut self, f: impl FnMut(D::Item<'_>)) {
-        self.iter_mut().for_each(f);
+        // SAFETY: `&mut self` makes this the only live iteration of this query; the system
+        // holds the query's access.
+        unsafe { self.state.for_each_unchecked(self.world, self.ticks, f) }
     }
 
     /// Calls `f` once per matching archetype with whole columns; see

@@ -1,0 +1,174 @@
+//! `for_each`: the query loop that marks changes per column instead of per row.
+//!
+//! A `&mut T` item marks its row changed when it is written through (`DerefMut`). Storing a
+//! tick per written row costs a store per entity, which in a loop like `pos += vel` is a
+//! quarter of the work. `for_each` owns its loop, so it can do better without changing what
+//! gets marked:
+//!
+//! 1. Each item marks a *scratch* tick in the fetch instead of the row's tick
+//!    ([`QueryData::fetch_deferred`]). After the closure returns, the loop reads the scratch
+//!    back ([`QueryData::row_marked`]).
+//! 2. While every row so far was marked, nothing is stored. When the closure writes every row
+//!    of an archetype (the common case: after inlining, the compiler sees the scratch is always
+//!    marked and drops the check), the whole column is marked at once at the end: its
+//!    *changed floor* is set, O(1) ([`QueryData::mark_rows`] with `whole`).
+//! 3. At the first row the closure did not write, the rows before it are marked with a fill,
+//!    that row's scratch is stored, and the rest of the archetype runs the plain per-row way.
+//!
+//! The result is exactly the per-row marking: a row counts as changed iff it was written.
+//! If the closure panics, an unwind guard marks the rows written so far, so no write goes
+//! unrecorded.
+//!
+//! The scratch tick lives inside the fetch, which stays in place for the whole loop, and the
+//! closure is higher-ranked over the item's lifetime, so an item (and its pointer to the
+//! scratch) cannot outlive the call it was passed to.
+
+use std::ops::Range;
+
+use super::fetch::{QueryData, RunTicks};
+use super::filter::QueryFilter;
+use super::state::QueryState;
+use crate::world::{UnsafeWorldCell, World};
+
+impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
+    /// Calls `f` on every matching item. The loop runs per archetype over plain columns, and
+    /// a pass that writes every row of an archetype marks its column changed once instead of
+    /// once per row.
+    ///
+    /// ```
+    /// use tabula_core::{Changed, World};
+    /// let mut world = World::new();
+    /// world.spawn_batch((0..4u32).map(|i| (i, 0.5f32)));
+    /// let mut changed = world.query_filtered::<&u32, Changed<u32>>();
+    /// assert_eq!(changed.iter(&world).count(), 4); // spawning counts as a change
+    ///
+    /// // Writes only the even numbers: only they count as changed afterwards.
+    /// let mut q = world.query::<&mut u32>();
+    /// q.for_each(&mut world, |mut n| {
+    ///     if *n % 2 == 0 {
+    ///         *n += 10;
+    ///     }
+    /// });
+    /// let mut seen: Vec<u32> = changed.iter(&world).copied().collect();
+    /// seen.sort();
+    /// assert_eq!(seen, [10, 12]);
+    /// ```
+    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
+        let ticks = self.begin_run(world);
+        // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
+        // date, and its access was checked for self-aliasing when built.
+        unsafe { self.for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
+    }
+
+    /// [`for_each`](Self::for_each) through an [`UnsafeWorldCell`], for schedulers.
+    ///
+    /// # Safety
+    /// As for [`iter_unchecked`](Self::iter_unchecked).
+    pub unsafe fn for_each_unchecked(
+        &self,
+        world: UnsafeWorldCell<'_>,
+        ticks: RunTicks,
+        mut f: impl FnMut(D::Item<'_>),
+    ) {
+        // SAFETY: only the archetype list (structure) is read through this reference.
+        let archetypes = &unsafe { world.world() }.archetypes.archetypes;
+        for matched in &self.matched {
+            let archetype = &archetypes[matched.archetype.index()];
+            let len = archetype.len();
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: the caches came from matching this archetype; the caller holds the
+            // query's access; rows `0..len` are all of the archetype's live rows, visited once,
+            // by this thread alone.
+            unsafe {
+                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+                let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
+                run_rows::<D, F>(&mut data, &mut filter, 0..len, true, &mut f);
+            }
+        }
+    }
+}
+
+/// Calls `f` on the items of `rows` of one archetype that pass the filter, deferring change
+/// marks as the module explains. `whole`: `rows` are all of the archetype's rows and no other
+/// thread works on it, so a fully written pass may set the column's floor.
+///
+/// # Safety
+/// The fetches come from one archetype whose rows `rows` are live; the caller holds the
+/// query's access to them, and no item of these rows is live elsewhere.
+#[inline(always)]
+pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
+    data: &mut D::Fetch<'w>,
+    filter: &mut F::Fetch<'w>,
+    rows: Range<usize>,
+    whole: bool,
+    f: &mut impl FnMut(D::Item<'_>),
+) {
+    if !D::DEFERS_MARKS || !F::ARCHETYPAL {
+        // Nothing to defer, or rows the filter skips would break the all-marked run: the
+        // plain loop, each item marking its own row.
+        for row in rows {
+            // SAFETY: live rows, each visited once (the caller's contract).
+            unsafe {
+                if F::ARCHETYPAL || F::filter_row(filter, row) {
+                    f(D::fetch(data, row));
+                }
+            }
+        }
+        return;
+    }
+
+    // Every access to `data` below goes through this one pointer, which the unwind guard
+    // shares; `data` itself is not used again.
+    let data: *mut D::Fetch<'w> = data;
+    let mut guard = MarkOnUnwind::<D> {
+        data,
+        start: rows.start,
+        row: rows.start,
+    };
+    while guard.row < rows.end {
+        let row = guard.row;
+        // SAFETY: `row` is live and visited once; the item is consumed by `f` before `data`
+        // is touched again, and `f` is higher-ranked, so the item cannot outlive the call.
+        unsafe { f(D::fetch_deferred(&mut *data, row)) };
+        // SAFETY: `data` is valid and no item borrows it any more.
+        if !D::row_marked(unsafe { &*data }) {
+            std::mem::forget(guard);
+            // SAFETY: rows `start..row` were all marked and `row`'s scratch is the last one
+            // taken; then the rest of the rows run the plain way, as above.
+            unsafe {
+                D::mark_rows(&mut *data, rows.start..row, false);
+                D::store_mark(&mut *data, row);
+                for row in row + 1..rows.end {
+                    f(D::fetch(&mut *data, row));
+                }
+            }
+            return;
+        }
+        guard.row += 1;
+    }
+    std::mem::forget(guard);
+    // SAFETY: every row of `rows` was marked; `whole` as the caller promises.
+    unsafe { D::mark_rows(&mut *data, rows, whole) };
+}
+
+/// Marks the rows a panicking `for_each` closure had already been handed (rows `start..row`
+/// in full, and `row` if its scratch says it was written).
+struct MarkOnUnwind<'w, D: QueryData> {
+    data: *mut D::Fetch<'w>,
+    start: usize,
+    row: usize,
+}
+
+impl<D: QueryData> Drop for MarkOnUnwind<'_, D> {
+    fn drop(&mut self) {
+        // SAFETY: only reached while unwinding out of `f` inside `run_rows`, whose item for
+        // `self.row` is already gone; `data` is still valid there and these rows are live and
+        // ours, as `run_rows`'s caller guarantees.
+        unsafe {
+            D::mark_rows(&mut *self.data, self.start..self.row, false);
+            D::store_mark(&mut *self.data, self.row);
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Change marking through `for_each`'s deferred marks and the columns' changed floors: exactly
+//! the rows written count as changed, whatever the pattern of writes, and rows keep their
+//! change state when they move between archetypes (Miri runs all of these).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::change::CHECK_TICK_THRESHOLD;
+use crate::{BatchSize, Changed, Entity, Mut, QueryState, Ref, With, Without, World};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Health(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Frozen;
+
+fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
+    v.sort();
+    v
+}
+
+/// Ten entities of (Pos) and ten of (Pos, Frozen); `Pos` holds the spawn index.
+fn two_archetypes() -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let mut entities: Vec<Entity> = world.spawn_batch((0..10).map(|i| (Pos(i),))).collect();
+    entities.extend(world.spawn_batch((10..20).map(|i| (Pos(i), Frozen))));
+    (world, entities)
+}
+
+/// A `Changed<Pos>` query that has already seen the spawns.
+fn changed_pos(world: &mut World) -> QueryState<Entity, Changed<Pos>> {
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert_eq!(changed.iter(world).count(), 20);
+    changed
+}
+
+#[test]
+fn for_each_marks_exactly_the_rows_it_writes() {
+    // Patterns over the spawn index: the fast path (every row), the fallback at the first
+    // row, in the middle and at the last row, and no writes at all.
+    let patterns: [(&str, fn(u32) -> bool); 7] = [
+        ("all", |_| true),
+        ("none", |_| false),
+        ("all but the first of each archetype", |i| i % 10 != 0),
+        ("all but the last of each archetype", |i| i % 10 != 9),
+        ("only the first", |i| i % 10 == 0),
+        ("even", |i| i % 2 == 0),
+        ("one archetype", |i| i >= 10),
+    ];
+    for (name, writes) in patterns {
+        let (mut world, entities) = two_archetypes();
+        let mut changed = changed_pos(&mut world);
+        let mut q = world.query::<&mut Pos>();
+        q.for_each(&mut world, |mut pos| {
+            if writes(pos.0) {
+                pos.0 += 100;
+            }
+        });
+        let expected: Vec<Entity> = (0..20)
+            .filter(|&i| writes(i))
+            .map(|i| entities[i as usize])
+            .collect();
+        assert_eq!(sorted(changed.iter(&world).collect()), sorted(expected), "{name}");
+        assert_eq!(
+            changed.iter(&world).count(),
+            0,
+            "{name}: nothing new on the next run"
+        );
+    }
+}
+
+#[test]
+fn each_mutable_term_is_marked_on_its_own() {
+    let mut world = World::new();
+    let entities: Vec<Entity> = world.spawn_batch((0..8).map(|i| (Pos(i), Health(i)))).collect();
+    let mut changed_pos = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut changed_health = world.query_filtered::<Entity, Changed<Health>>();
+    changed_pos.for_each(&mut world, |_| {});
+    changed_health.for_each(&mut world, |_| {});
+
+    // `Pos` is written on every row (the fast path for its column), `Health` on odd rows.
+    let mut q = world.query::<(&mut Pos, Option<&mut Health>)>();
+    q.for_each(&mut world, |(mut pos, health)| {
+        pos.0 += 1;
+        if let Some(mut health) = health
+            && pos.0 % 2 == 0
+        {
+            health.0 += 1;
+        }
+    });
+    assert_eq!(
+        sorted(changed_pos.iter(&world).collect()),
+        sorted(entities.clone())
+    );
+    let odd: Vec<Entity> = entities.iter().copied().skip(1).step_by(2).collect();
+    assert_eq!(sorted(changed_health.iter(&world).collect()), odd);
+}
+
+#[test]
+fn a_marked_column_keeps_old_rows_that_move_in_unchanged() {
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    // Every row of the (Pos) archetype is written: its column is marked as a whole.
+    let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    q.for_each(&mut world, |mut pos| pos.0 += 100);
+    // An untouched entity moves in; its own change is older than the mark.
+    let mover = entities[15];
+    world.remove_one::<Frozen>(mover).unwrap();
+    let written: Vec<Entity> = entities[..10].to_vec();
+    assert_eq!(sorted(changed.iter(&world).collect()), written);
+
+    // Rows that leave a marked column take the mark along.
+    q.for_each(&mut world, |mut pos| pos.0 += 100);
+    let leaver = entities[3];
+    world.insert_one(leaver, Frozen).unwrap();
+    let mut written: Vec<Entity> = entities[..10].to_vec();
+    written.push(mover);
+    assert_eq!(sorted(changed.iter(&world).collect()), sorted(written));
+}
+
+#[test]
+fn ref_mut_and_get_mut_see_a_column_mark() {
+    let (mut world, entities) = two_archetypes();
+    let mut refs = world.query_filtered::<Ref<Pos>, With<Frozen>>();
+    assert!(refs.iter(&world).all(|pos| pos.is_changed()));
+    assert!(refs.iter(&world).all(|pos| !pos.is_changed()));
+    let before_mark = refs.last_run();
+
+    let mut chunk = world.query_filtered::<&mut Pos, With<Frozen>>();
+    chunk.for_each_chunk(&mut world, |column| column[0].0 += 1);
+    assert!(refs.iter(&world).all(|pos| pos.is_changed()));
+
+    // `Mut::is_changed` before any write, for a query whose last run predates the mark.
+    let mut muts = world.query_filtered::<Mut<Pos>, With<Frozen>>();
+    muts.set_last_run(before_mark);
+    let mut seen = 0;
+    muts.for_each(&mut world, |pos| {
+        assert!(pos.is_changed());
+        seen += 1;
+    });
+    assert_eq!(seen, 10);
+    // `World::get_mut` reads against the world's last change tick, which predates the mark.
+    world.clear_trackers();
+    chunk.for_each_chunk(&mut world, |_| {});
+    assert!(world.get_mut::<Pos>(entities[12]).unwrap().is_changed());
+    assert!(!world.get_mut::<Pos>(entities[2]).unwrap().is_changed());
+}
+
+#[test]
+fn a_panicking_for_each_still_marks_what_it_wrote() {
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        q.for_each(&mut world, |mut pos| {
+            pos.0 += 100;
+            if pos.0 == 104 {
+                panic!("written, then panicked");
+            }
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(sorted(changed.iter(&world).collect()), entities[..5].to_vec());
+}
+
+#[test]
+fn par_for_each_marks_exactly_the_rows_it_writes() {
+    for batch in [
+        BatchSize::Fixed(3),
+        BatchSize::Fixed(10),
+        BatchSize::Fixed(1 << 20),
+    ] {
+        let (mut world, entities) = two_archetypes();
+        let mut changed = changed_pos(&mut world);
+        let mut q = world.query::<&mut Pos>();
+        q.set_batch_size(batch);
+        q.par_for_each(&mut world, |mut pos| {
+            if pos.0 % 3 != 1 {
+                pos.0 += 100;
+            }
+        });
+        let expected: Vec<Entity> = (0..20).filter(|i| i % 3 != 1).map(|i| entities[i]).collect();
+        assert_eq!(
+            sorted(changed.iter(&world).collect()),
+            sorted(expected),
+            "{batch:?}"
+        );
+        q.par_for_each(&mut world, |mut pos| pos.0 += 1);
+        assert_eq!(changed.iter(&world).count(), 20, "{batch:?}");
+    }
+}
+
+#[test]
+fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
+    let (mut world, _) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query::<&mut Pos>();
+    q.for_each(&mut world, |mut pos| pos.0 += 1);
+    assert_eq!(changed.iter(&world).count(), 20);
+    world.advance_change_tick_for_tests(1000);
+    assert_eq!(changed.iter(&world).count(), 0);
+    // Round the clock to just past the mark's tick, clamping as a scheduler would.
+    let mut remaining = u64::from(u32::MAX) + 1 + 500;
+    while remaining > 0 {
+        let step = remaining.min(u64::from(CHECK_TICK_THRESHOLD)) as u32;
+        world.advance_change_tick_for_tests(step);
+        world.check_change_ticks();
+        remaining -= u64::from(step);
+    }
+    assert_eq!(
+        changed.iter(&world).count(),
+        0,
+        "the old mark must not look new after the wrap"
+    );
+}
