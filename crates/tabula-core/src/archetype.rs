@@ -37,17 +37,17 @@ impl ArchetypeId {
 
 /// The entities that share one exact set of component types, and their table.
 pub struct Archetype {
+    /// `TypeId` → column for typed lookups ([`column_of_type`](Self::column_of_type)): every
+    /// type sits in one of its two slots ([`slots_of`]) unless it `overflowed`. First field, so
+    /// that a lookup reads the slot at a constant offset from the archetype.
+    slots: [TypeSlot; SLOTS],
+    /// Some type found no free slot of its two and can only be found in `by_type`.
+    overflowed: bool,
     id: ArchetypeId,
     components: Box<[ComponentId]>,
     names: Box<[&'static str]>,
-    /// `(TypeId, column)` sorted by `TypeId`, for typed lookups without the registry.
+    /// `(TypeId, column)` sorted by `TypeId`: the slow path of typed lookups.
     by_type: Box<[(TypeId, u32)]>,
-    /// For each bucket of `TypeId`s, the index in `by_type` of the first of this archetype's
-    /// component types that falls in it ([`NO_ENTRY`] if none).
-    buckets: [u8; BUCKETS],
-    /// Which bits of a `TypeId`'s hash pick its bucket: chosen so that, when possible, every
-    /// type of this archetype has a bucket of its own.
-    bucket_shift: u32,
     pub(crate) table: Table,
     pub(crate) edges: Edges,
 }
@@ -61,20 +61,14 @@ impl Archetype {
             .map(|(column, info)| (info.type_id(), column as u32))
             .collect();
         by_type.sort_unstable_by_key(|&(type_id, _)| type_id);
-        let hashes: Vec<u64> = by_type.iter().map(|&(type_id, _)| type_hash(type_id)).collect();
-        let bucket_shift = (0..=64 - BUCKETS.trailing_zeros())
-            .find(|&shift| all_in_own_buckets(&hashes, shift))
-            .unwrap_or(0);
-        let mut buckets = [NO_ENTRY; BUCKETS];
-        for (entry, &hash) in hashes.iter().enumerate().take(usize::from(NO_ENTRY)) {
-            let slot = &mut buckets[bucket(hash, bucket_shift)];
-            if *slot == NO_ENTRY {
-                *slot = entry as u8;
-            }
+        let mut slots = [TypeSlot::VACANT; SLOTS];
+        let mut overflowed = false;
+        for &(type_id, column) in by_type.iter() {
+            overflowed |= place(&mut slots, TypeSlot { type_id, column }).is_err();
         }
         Self {
-            buckets,
-            bucket_shift,
+            slots,
+            overflowed,
             id,
             names: infos.clone().map(|info| info.name()).collect(),
             table: Table::new(infos),
@@ -129,36 +123,36 @@ impl Archetype {
     }
 
     /// The column storing the component with this Rust type.
+    ///
+    /// For a constant `type_id` (`World::get::<T>`) both slot indices are constants, so a hit
+    /// is one or two comparisons of a `TypeId` at a fixed offset from the archetype. A hit is
+    /// exact because the whole `TypeId` is compared.
     #[inline]
     pub(crate) fn column_of_type(&self, type_id: TypeId) -> Option<usize> {
-        // For a constant `type_id` (`World::get::<T>`) the hash is a constant too, so this is
-        // a shift, one byte load and one comparison. A hit is exact because the `TypeId` is
-        // compared.
-        let entry = self.buckets[bucket(type_hash(type_id), self.bucket_shift)];
-        match self.by_type.get(usize::from(entry)) {
-            Some(&(t, column)) if t == type_id => Some(column as usize),
-            // `NO_ENTRY` past the end: the bucket is empty and every type was bucketed (there
-            // are fewer than 256), so the type is absent.
-            None => None,
-            // Another type holds the bucket: this one is absent or shares it.
-            Some(_) => self.search_type(type_id),
+        let [first, second] = slots_of(type_id);
+        if self.slots[first].type_id == type_id {
+            return Some(self.slots[first].column as usize);
+        }
+        if self.slots[second].type_id == type_id {
+            return Some(self.slots[second].column as usize);
+        }
+        // Absent, unless it was the type left without a slot.
+        if self.overflowed {
+            self.search_type(type_id)
+        } else {
+            None
         }
     }
 
-    /// [`column_of_type`](Self::column_of_type) by searching `by_type`.
+    /// [`column_of_type`](Self::column_of_type) by searching `by_type`. Inlined although it
+    /// is rare, so that the compiler sees a lookup never writes memory and can keep loop
+    /// invariants of the caller (as in a loop of `World::get`) in registers.
+    #[inline]
     fn search_type(&self, type_id: TypeId) -> Option<usize> {
-        // Archetypes are small: a linear scan beats hashing for the common sizes.
-        if self.by_type.len() <= 8 {
-            self.by_type
-                .iter()
-                .find(|&&(t, _)| t == type_id)
-                .map(|&(_, column)| column as usize)
-        } else {
-            self.by_type
-                .binary_search_by_key(&type_id, |&(t, _)| t)
-                .ok()
-                .map(|i| self.by_type[i].1 as usize)
-        }
+        self.by_type
+            .binary_search_by_key(&type_id, |&(t, _)| t)
+            .ok()
+            .map(|i| self.by_type[i].1 as usize)
     }
 }
 
@@ -172,13 +166,34 @@ impl std::fmt::Debug for Archetype {
     }
 }
 
-/// How many buckets [`Archetype::column_of_type`]'s fast path spreads `TypeId`s over (a power
-/// of two, at most 64).
-const BUCKETS: usize = 32;
+/// How many `TypeId` slots an archetype has (a power of two). With two choices per type, up
+/// to about half of them fill without any type left over.
+const SLOTS: usize = 32;
 
-/// Marks an empty bucket. Used as an index it is past the end of `by_type` for every archetype
-/// of fewer than 256 types, and a hit is checked against the `TypeId` in any case.
-const NO_ENTRY: u8 = u8::MAX;
+/// How many evictions [`place`] tries before it gives up on a type.
+const MAX_EVICTIONS: usize = 2 * SLOTS;
+
+/// One entry of an archetype's `TypeId` → column table.
+#[derive(Clone, Copy)]
+struct TypeSlot {
+    type_id: TypeId,
+    column: u32,
+}
+
+/// Fills the slots no component type uses. No component can be `Vacant`: the type is private
+/// to this module and has no values, so no world ever stores or asks for it.
+enum Vacant {}
+
+impl TypeSlot {
+    const VACANT: Self = Self {
+        type_id: TypeId::of::<Vacant>(),
+        column: u32::MAX,
+    };
+
+    fn is_vacant(&self) -> bool {
+        self.type_id == TypeId::of::<Vacant>()
+    }
+}
 
 /// The 64 bits a `TypeId` hashes to (it is a hash already; `TypeIdHasher` passes it through).
 #[inline]
@@ -188,21 +203,32 @@ fn type_hash(type_id: TypeId) -> u64 {
     hasher.finish()
 }
 
-/// The bucket of a type hash: the bits at `shift`.
+/// The two slots a type may sit in: two independent bit ranges of its hash.
 #[inline]
-fn bucket(hash: u64, shift: u32) -> usize {
-    (hash >> shift) as usize % BUCKETS
+fn slots_of(type_id: TypeId) -> [usize; 2] {
+    let hash = type_hash(type_id);
+    [hash as usize % SLOTS, (hash >> 32) as usize % SLOTS]
 }
 
-/// True when no two of `hashes` share a bucket at `shift`.
-fn all_in_own_buckets(hashes: &[u64], shift: u32) -> bool {
-    let mut taken = 0u64;
-    hashes.iter().all(|&hash| {
-        let bit = 1u64 << bucket(hash, shift);
-        let free = taken & bit == 0;
-        taken |= bit;
-        free
-    })
+/// Puts `entry` into one of its two slots, moving earlier entries to their other slot when
+/// both are taken (cuckoo hashing). Gives back whichever entry is left without a slot.
+fn place(slots: &mut [TypeSlot; SLOTS], mut entry: TypeSlot) -> Result<(), TypeSlot> {
+    let [first, second] = slots_of(entry.type_id);
+    if let Some(&free) = [first, second].iter().find(|&&s| slots[s].is_vacant()) {
+        slots[free] = entry;
+        return Ok(());
+    }
+    let mut at = first;
+    for _ in 0..MAX_EVICTIONS {
+        std::mem::swap(&mut entry, &mut slots[at]);
+        if entry.is_vacant() {
+            return Ok(());
+        }
+        // `entry` was evicted from `at`: it goes to its other slot.
+        let [a, b] = slots_of(entry.type_id);
+        at = if at == a { b } else { a };
+    }
+    Err(entry)
 }
 
 /// All archetypes of a world, the index from component set to archetype, and the edge cache.
@@ -273,7 +299,7 @@ mod tests {
     struct Marker<const N: usize>;
 
     #[test]
-    fn column_of_type_is_exact_with_shared_and_empty_buckets() {
+    fn column_of_type_is_exact_with_overflowing_slots() {
         let mut registry = Components::default();
         let mut type_ids = Vec::new();
         macro_rules! register {
@@ -282,11 +308,12 @@ mod tests {
                 type_ids.push(TypeId::of::<Marker<$n>>());
             )*};
         }
-        // Forty types over thirty-two buckets: some buckets are shared.
+        // Forty types over thirty-two slots: some types overflow.
         register!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
         register!(20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
         let ids: Vec<ComponentId> = registry.iter().map(|info| info.id()).collect();
         let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
+        assert!(archetype.overflowed, "more types than slots");
         for &type_id in &type_ids {
             let column = archetype
                 .column_of_type(type_id)
@@ -296,7 +323,7 @@ mod tests {
         }
         assert_eq!(archetype.column_of_type(TypeId::of::<Marker<99>>()), None);
 
-        // A one-type archetype: every other type is absent, whether its bucket is empty or not.
+        // A one-type archetype: every other type is absent, whether its slots are vacant or not.
         let first = registry.iter().next().map(|info| info.id());
         let small = Archetype::new(ArchetypeId(2), first.into_iter().collect(), &registry);
         assert_eq!(small.column_of_type(type_ids[0]), Some(0));
@@ -306,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn small_archetypes_give_every_type_its_own_bucket() {
+    fn small_archetypes_give_every_type_a_slot() {
         let mut registry = Components::default();
         let ids = [
             registry.register::<Marker<0>>(),
@@ -315,13 +342,12 @@ mod tests {
             registry.register::<Marker<3>>(),
             registry.register::<Marker<4>>(),
             registry.register::<Marker<5>>(),
+            registry.register::<Marker<6>>(),
+            registry.register::<Marker<7>>(),
         ];
         let archetype = Archetype::new(ArchetypeId(1), ids.into(), &registry);
-        let used = archetype
-            .buckets
-            .iter()
-            .filter(|&&entry| entry != NO_ENTRY)
-            .count();
-        assert_eq!(used, ids.len(), "each lookup is a single probe");
+        assert!(!archetype.overflowed, "each lookup is at most two probes");
+        let used = archetype.slots.iter().filter(|s| !s.is_vacant()).count();
+        assert_eq!(used, ids.len());
     }
 }

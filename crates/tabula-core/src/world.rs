@@ -282,10 +282,11 @@ impl World {
     }
 
     /// True when `entity` is alive and has component `T`.
+    #[inline]
     pub fn has<T: Component>(&self, entity: Entity) -> bool {
         self.entities
             .get(entity)
-            .is_some_and(|l| self.archetypes.archetypes[l.archetype.index()].has::<T>())
+            .is_some_and(|location| self.archetype_at(location).has::<T>())
     }
 
     /// A shared reference to `entity`'s `T`.
@@ -293,6 +294,18 @@ impl World {
     pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, EntityError> {
         let location = self.location(entity)?;
         self.get_at(entity, location)
+    }
+
+    /// The archetype that a live entity's `location` names, without a bounds check.
+    #[inline]
+    fn archetype_at(&self, location: EntityLocation) -> &Archetype {
+        // SAFETY: `Entities` only hands out locations of live entities, and the world records
+        // only locations in existing archetypes, which are never removed.
+        unsafe {
+            self.archetypes
+                .archetypes
+                .get_unchecked(location.archetype.index())
+        }
     }
 
     /// `entity`'s `T`, given the entity's current `location` (as [`location`](Self::location)
@@ -303,13 +316,10 @@ impl World {
         entity: Entity,
         location: EntityLocation,
     ) -> Result<&T, EntityError> {
-        let archetypes = &self.archetypes.archetypes;
-        // SAFETY: a live entity's location names an existing archetype (archetypes are never
-        // removed, and `Entities` only hands out locations of live entities).
-        let archetype = unsafe { archetypes.get_unchecked(location.archetype.index()) };
-        let column = archetype
-            .column_of_type(TypeId::of::<T>())
-            .ok_or_else(|| missing::<T>(entity))?;
+        let archetype = self.archetype_at(location);
+        let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
+            return Err(missing::<T>(entity));
+        };
         // SAFETY: `column_of_type` only returns indices of this table's columns; that column
         // was found by `T`'s `TypeId`, so it stores `T`; `location.row` is a live row
         // (locations are kept exact), so the typed offset stays inside the buffer; `&self`
@@ -321,14 +331,21 @@ impl World {
     }
 
     /// Mutable access to `entity`'s `T`; writing through it marks the component changed.
+    #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
         let location = self.location(entity)?;
-        let (last_run, this_run) = (self.last_change_tick, self.change_tick());
-        let archetype = &mut self.archetypes.archetypes[location.archetype.index()];
-        let column = archetype
-            .column_of_type(TypeId::of::<T>())
-            .ok_or_else(|| missing::<T>(entity))?;
-        let column = archetype.table.column_mut(column);
+        let (last_run, this_run) = (self.last_change_tick, tick_now(&mut self.change_tick));
+        // SAFETY: as in `archetype_at`: a live entity's location names an existing archetype.
+        let archetype = unsafe {
+            self.archetypes
+                .archetypes
+                .get_unchecked_mut(location.archetype.index())
+        };
+        let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
+            return Err(missing::<T>(entity));
+        };
+        // SAFETY: `column_of_type` only returns indices of this table's columns.
+        let column = unsafe { archetype.table.column_unchecked_mut(column) };
         let row = location.row as usize;
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
         // makes these the only references into the column, and the three pointers are
@@ -338,7 +355,13 @@ impl World {
             let added = *column.added_ptr(row);
             let floor = column.changed_floor(this_run);
             let changed = &mut *column.changed_ptr(row);
-            Ok(Mut::new(value, added, changed, floor, RunTicks { last_run, this_run }))
+            Ok(Mut::new(
+                value,
+                added,
+                changed,
+                floor,
+                RunTicks { last_run, this_run },
+            ))
         }
     }
 

@@ -17,22 +17,33 @@
 use std::num::NonZeroU32;
 
 use super::{Entity, EntityLocation};
-use crate::archetype::ArchetypeId;
 use crate::sync::{AtomicI64, Ordering};
 
 #[derive(Clone, Copy, Debug)]
 struct EntityMeta {
+    /// The generation of the slot's entity while it has a location, 0 otherwise: a lookup
+    /// compares only this (generations start at 1), so one comparison checks both that the
+    /// handle is current and that the entity is placed.
+    placed: u32,
+    location: EntityLocation,
     /// For a live or reserved slot, the generation of its entity; for a free slot, the
     /// generation its next entity will get.
     generation: NonZeroU32,
-    location: EntityLocation,
 }
 
 impl EntityMeta {
     const FRESH: Self = Self {
-        generation: NonZeroU32::MIN,
+        placed: 0,
         location: EntityLocation::NOWHERE,
+        generation: NonZeroU32::MIN,
     };
+
+    /// Records that the slot's entity now lives at `location`.
+    #[inline]
+    fn place(&mut self, location: EntityLocation) {
+        self.placed = self.generation.get();
+        self.location = location;
+    }
 }
 
 /// Hands out [`Entity`] ids and records where each live entity is stored.
@@ -129,7 +140,7 @@ impl Entities {
             self.meta.resize(new_len, EntityMeta::FRESH);
             for index in old_len..new_len {
                 let entity = Entity::new(index as u32, NonZeroU32::MIN);
-                self.meta[index].location = place(entity);
+                self.meta[index].place(place(entity));
                 self.live += 1;
             }
             0
@@ -137,7 +148,7 @@ impl Entities {
         for i in first_claimed..self.pending.len() {
             let index = self.pending[i] as usize;
             let entity = Entity::new(index as u32, self.meta[index].generation);
-            self.meta[index].location = place(entity);
+            self.meta[index].place(place(entity));
             self.live += 1;
         }
         self.pending.truncate(first_claimed);
@@ -157,7 +168,7 @@ impl Entities {
         let entity = if let Some(index) = self.pending.pop() {
             self.set_cursor(self.pending.len() as i64);
             let meta = &mut self.meta[index as usize];
-            meta.location = location;
+            meta.place(location);
             Entity::new(index, meta.generation)
         } else {
             // Checked before anything changes, so a caught panic leaves the count exact.
@@ -166,8 +177,9 @@ impl Entities {
                 .filter(|&i| i < u32::MAX)
                 .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
             self.meta.push(EntityMeta {
-                generation: NonZeroU32::MIN,
+                placed: NonZeroU32::MIN.get(),
                 location,
+                generation: NonZeroU32::MIN,
             });
             Entity::new(index, NonZeroU32::MIN)
         };
@@ -181,6 +193,7 @@ impl Entities {
         debug_assert!(!self.needs_flush(), "free with unflushed reservations");
         let location = self.get(entity)?;
         let meta = &mut self.meta[entity.index() as usize];
+        meta.placed = 0;
         meta.location = EntityLocation::NOWHERE;
         self.live -= 1;
         // Retire the slot rather than wrap its generation: a stale handle must never match.
@@ -197,7 +210,7 @@ impl Entities {
         debug_assert!(!self.needs_flush(), "clear with unflushed reservations");
         for index in 0..self.meta.len() {
             let meta = self.meta[index];
-            if meta.location != EntityLocation::NOWHERE {
+            if meta.placed != 0 {
                 self.free(Entity::new(index as u32, meta.generation));
             }
         }
@@ -207,8 +220,8 @@ impl Entities {
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<EntityLocation> {
         let meta = self.meta.get(entity.index() as usize)?;
-        // A free or reserved slot's location is `NOWHERE`; its archetype half decides.
-        if meta.generation == entity.generation && meta.location.archetype != ArchetypeId::NONE {
+        // A free or reserved slot has `placed == 0`, which no handle's generation is.
+        if meta.placed == entity.generation() {
             Some(meta.location)
         } else {
             None
@@ -313,6 +326,7 @@ mod tests {
         let mut entities = Entities::new();
         let e = entities.alloc(placed());
         entities.meta[0].generation = NonZeroU32::MAX;
+        entities.meta[0].placed = u32::MAX;
         let stale = Entity::new(0, NonZeroU32::MAX);
         entities.free(stale);
         let next = entities.alloc(placed());
