@@ -128,13 +128,12 @@ macro_rules! tick_filter {
                 run: RunTicks,
             ) -> Self::Fetch<'w> {
                 let column = archetype.table.column(column);
+                // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
+                let floor = unsafe { column.changed_floor(run.this_run) };
                 TickFetch {
                     ticks: column.$base(),
                     run,
-                    // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
-                    all: $floor
-                        && unsafe { column.changed_floor(run.this_run) }
-                            .is_newer_than(run.last_run, run.this_run),
+                    all: $floor && floor.is_newer_than(run.last_run, run.this_run),
                 }
             }
         }
