@@ -1,19 +1,21 @@
 //! One component type's values for every row of a table, plus their change ticks.
 
-use std::alloc::{self, Layout};
+use std::alloc::Layout;
 use std::cell::UnsafeCell;
 use std::ptr::{self, NonNull};
 
 use crate::change::Tick;
 use crate::component::ComponentInfo;
 
-/// A raw, correctly aligned buffer of one component type, with `added` and `changed` ticks per
-/// row. It does not know its length or capacity: the owning [`Table`](super::Table) does, and
-/// passes them in. Zero-sized types never allocate value memory (their ticks still exist).
+/// A correctly aligned array of one component type, with `added` and `changed` ticks per
+/// row. It neither owns memory nor knows its length or capacity: the owning
+/// [`Table`](super::Table) allocates one block for all of its columns, places each column's
+/// three arrays in it, and passes lengths in.
 ///
-/// Invariant (kept by `Table`): `data`, `added` and `changed` are allocated for exactly the
-/// table's `capacity` rows (or dangling when that is zero / the type is zero-sized), and rows
-/// `0..len` hold initialised values of the column's type.
+/// Invariant (kept by `Table`): `data`, `added` and `changed` point at arrays of the table's
+/// `capacity` rows inside the table's block, at the offsets `extend_layout` computed (or are
+/// dangling and aligned while the capacity is zero), and rows `0..len` hold initialised
+/// values of the column's type.
 ///
 /// ## The changed floor
 ///
@@ -41,36 +43,17 @@ unsafe impl Send for Column {}
 // SAFETY: as above; shared access only ever hands out `&T` of a `Sync` component type.
 unsafe impl Sync for Column {}
 
-fn array_layout(item: Layout, rows: usize) -> Layout {
-    let size = item.size().checked_mul(rows).expect("column capacity overflow");
-    Layout::from_size_align(size, item.align()).expect("column capacity overflow")
-}
-
 fn dangling(align: usize) -> NonNull<u8> {
     // A non-null pointer aligned for the type, valid for zero-sized accesses.
     NonNull::new(ptr::without_provenance_mut(align)).expect("alignment is never zero")
 }
 
-/// Grows (or first allocates) an array from `old_rows` to `new_rows` items of `item`.
-///
-/// # Safety
-/// `ptr` must come from a previous call with `new_rows == old_rows` (or be dangling when
-/// `old_rows == 0`), and `new_rows > old_rows`.
-unsafe fn grow_array(ptr: NonNull<u8>, item: Layout, old_rows: usize, new_rows: usize) -> NonNull<u8> {
-    let new = array_layout(item, new_rows);
-    if new.size() == 0 {
-        return ptr;
-    }
-    let raw = if old_rows == 0 || item.size() == 0 {
-        // SAFETY: `new` has non-zero size.
-        unsafe { alloc::alloc(new) }
-    } else {
-        let old = array_layout(item, old_rows);
-        // SAFETY: `ptr` was allocated with `old` (the caller's contract) and `new.size()` does
-        // not overflow `isize` (checked by `Layout::from_size_align`).
-        unsafe { alloc::realloc(ptr.as_ptr(), old, new.size()) }
-    };
-    NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(new))
+/// Where a column's three arrays sit inside its table's block, as byte offsets.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ColumnOffsets {
+    pub(crate) data: usize,
+    pub(crate) added: usize,
+    pub(crate) changed: usize,
 }
 
 /// Copies one value of `size` bytes. Most components are a few words; for those sizes the
@@ -111,18 +94,6 @@ unsafe fn swap_values(a: *mut u8, b: *mut u8, size: usize) {
     }
 }
 
-/// Frees an array made by [`grow_array`].
-///
-/// # Safety
-/// `ptr` must have been allocated by `grow_array` for `rows` items of `item`.
-unsafe fn free_array(ptr: NonNull<u8>, item: Layout, rows: usize) {
-    let layout = array_layout(item, rows);
-    if layout.size() != 0 {
-        // SAFETY: allocated with exactly this layout (the caller's contract).
-        unsafe { alloc::dealloc(ptr.as_ptr(), layout) }
-    }
-}
-
 impl Column {
     pub(crate) fn new(info: &ComponentInfo) -> Self {
         Self {
@@ -135,31 +106,42 @@ impl Column {
         }
     }
 
-    /// Grows the buffers from `old_cap` to `new_cap` rows, keeping the contents.
-    ///
-    /// # Safety
-    /// `old_cap` is the current capacity and `new_cap > old_cap`.
-    pub(crate) unsafe fn grow(&mut self, old_cap: usize, new_cap: usize) {
-        let tick = Layout::new::<Tick>();
-        // SAFETY: the buffers were allocated for `old_cap` rows (the struct invariant).
-        unsafe {
-            self.data = grow_array(self.data, self.item, old_cap, new_cap);
-            self.added = grow_array(self.added.cast(), tick, old_cap, new_cap).cast();
-            self.changed = grow_array(self.changed.cast(), tick, old_cap, new_cap).cast();
-        }
+    /// Appends this column's arrays for `rows` rows to a table block's `layout` (values, then
+    /// `added`, then `changed` ticks) and returns their offsets.
+    pub(crate) fn extend_layout(&self, layout: Layout, rows: usize) -> (Layout, ColumnOffsets) {
+        let overflow = "table capacity overflow";
+        let values = Layout::from_size_align(
+            self.item.size().checked_mul(rows).expect(overflow),
+            self.item.align(),
+        )
+        .expect(overflow);
+        let ticks = Layout::array::<Tick>(rows).expect(overflow);
+        let (layout, data) = layout.extend(values).expect(overflow);
+        let (layout, added) = layout.extend(ticks).expect(overflow);
+        let (layout, changed) = layout.extend(ticks).expect(overflow);
+        (layout, ColumnOffsets { data, added, changed })
     }
 
-    /// Frees the buffers without dropping any value.
+    /// Moves the column into a new block: copies rows `0..len` (values and ticks) to the
+    /// arrays at `offsets` in `block`, then points the column there.
     ///
     /// # Safety
-    /// `cap` is the current capacity; the column is not used afterwards.
-    pub(crate) unsafe fn free(&mut self, cap: usize) {
-        let tick = Layout::new::<Tick>();
-        // SAFETY: the buffers were allocated for `cap` rows (the struct invariant).
+    /// `block` is valid for writes of a layout that `extend_layout` placed this column in at
+    /// `offsets`, for at least `len` rows, and does not overlap the column's current arrays;
+    /// rows `0..len` are initialised here. Afterwards the old arrays hold nothing.
+    pub(crate) unsafe fn relocate(&mut self, block: NonNull<u8>, offsets: ColumnOffsets, len: usize) {
+        // SAFETY: every offset lies inside `block`'s allocation (the caller's contract), and
+        // the copies move `len` initialised rows between non-overlapping arrays.
         unsafe {
-            free_array(self.data, self.item, cap);
-            free_array(self.added.cast(), tick, cap);
-            free_array(self.changed.cast(), tick, cap);
+            let data = block.add(offsets.data);
+            let added = block.add(offsets.added).cast::<Tick>();
+            let changed = block.add(offsets.changed).cast::<Tick>();
+            ptr::copy_nonoverlapping(self.data.as_ptr(), data.as_ptr(), self.item.size() * len);
+            ptr::copy_nonoverlapping(self.added.as_ptr(), added.as_ptr(), len);
+            ptr::copy_nonoverlapping(self.changed.as_ptr(), changed.as_ptr(), len);
+            self.data = data;
+            self.added = added;
+            self.changed = changed;
         }
     }
 
