@@ -13,8 +13,11 @@ use std::fmt::Write;
 use tabula_core::{CommandError, World, WorldId};
 
 use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
+use crate::executor::plan::Plan;
 use crate::executor::protocol::RunState;
-use crate::executor::{ExecutorKind, Node, RunContext, SystemSlot, apply_pending, parallel, single};
+use crate::executor::{
+    ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, parallel, single,
+};
 use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
 use crate::trace::Trace;
@@ -24,12 +27,15 @@ struct Added {
     config_graph: Graph,
 }
 
-/// The built form: nodes, graph, and the executor's counters.
+/// The built form: nodes, graph, and the parallel executor's counters and plan.
 struct BuiltSchedule {
     nodes: Vec<Node>,
     names: Vec<String>,
     graph: Built,
     state: RunState,
+    plan: Plan,
+    /// Runs since the build (wrapping), which decides the runs that sample system costs.
+    runs: u32,
 }
 
 /// A set of systems with ordering, run as one unit.
@@ -406,6 +412,8 @@ impl Schedule {
             names,
             graph,
             state,
+            plan: Plan::new(),
+            runs: 0,
         })
     }
 
@@ -423,20 +431,27 @@ impl Schedule {
         world.check_change_ticks();
         world.flush();
         let built = self.built.as_mut().expect("initialize built the schedule");
+        let sampled = is_sampled_run(built.runs);
+        built.runs = built.runs.wrapping_add(1);
         let ctx = RunContext {
             trace_start: self.tracing.then(std::time::Instant::now),
+            timed: sampled || self.tracing,
         };
         self.command_errors.clear();
         let result = match self.executor {
-            ExecutorKind::Parallel => parallel::run(
-                &mut self.slots,
-                &built.nodes,
-                &built.graph,
-                &mut built.state,
-                world,
-                ctx,
-                &mut self.command_errors,
-            ),
+            ExecutorKind::Parallel => {
+                built.plan.refresh(&self.slots, &built.nodes, &built.graph);
+                parallel::run(
+                    &mut self.slots,
+                    &built.nodes,
+                    &built.graph,
+                    &built.plan,
+                    &mut built.state,
+                    world,
+                    ctx,
+                    &mut self.command_errors,
+                )
+            }
             ExecutorKind::SingleThreaded => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 single::run(
                     &mut self.slots,
@@ -448,6 +463,11 @@ impl Schedule {
                 )
             })),
         };
+        if sampled {
+            // Traced runs measure costs too, but only sampled ones remake the plan, so that
+            // a traced run is planned like an untraced one.
+            built.plan.mark_stale();
+        }
         if let Some(start) = ctx.trace_start {
             let mut events: Vec<_> = self.slots.iter_mut().filter_map(|s| s.trace.take()).collect();
             events.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));

@@ -2,12 +2,13 @@
 //!
 //! * `single` walks the deterministic order on the calling thread.
 //! * `parallel` runs on rayon: per-node atomic dependency counters
-//!   ([`protocol`]), cheap nodes inline on the thread that released them, expensive ones as
-//!   rayon tasks.
+//!   ([`protocol`]), cheap nodes inline on the thread that released them, expensive ones
+//!   handed to rayon helpers, as the [`plan`] (made from sampled costs) says.
 //!
 //! Both give the same results, because the graph orders every two conflicting systems.
 
 pub(crate) mod parallel;
+pub(crate) mod plan;
 pub mod protocol;
 pub(crate) mod single;
 
@@ -30,17 +31,21 @@ pub enum ExecutorKind {
     Parallel,
 }
 
-/// Systems whose measured cost is below this run inline, on the thread that released them;
-/// costlier ones may go to another thread. A hand-off costs well under a microsecond when a
-/// rayon worker is awake (and the caller takes back work no helper has started), so a node of
-/// a few microseconds is already worth moving: in the three-swap `schedule` bench, 2 us
-/// (rather than 4) lets the caller keep the 11 us system and hand the two 3 us ones to a
-/// helper, and the run takes as long as its longest system.
+/// Nodes whose chain of work (see [`plan`]) is measured below this run inline, on the thread
+/// that released them; costlier ones may go to another thread. A rayon worker that was busy
+/// a few microseconds ago starts a handed-off task ~1 us later (and the caller takes back work
+/// no helper has started), so a chain of a few microseconds is already worth moving.
 const INLINE_BELOW_NS: u64 = 2_000;
-/// Costs are re-measured on every run until this many samples exist, then every
-/// `SAMPLE_EVERY` runs, so that timing does not dominate tiny systems.
+/// Costs are measured on the first this many runs after a build, then every `SAMPLE_EVERY`
+/// runs, so that timing does not dominate tiny systems.
 const WARM_SAMPLES: u32 = 4;
 const SAMPLE_EVERY: u32 = 32;
+
+/// True when run number `run` (counted from the build) should time its systems.
+#[inline]
+pub(crate) fn is_sampled_run(run: u32) -> bool {
+    run < WARM_SAMPLES || run.is_multiple_of(SAMPLE_EVERY)
+}
 
 /// One added system with everything the executors need.
 pub(crate) struct SystemSlot {
@@ -49,9 +54,8 @@ pub(crate) struct SystemSlot {
     /// The system's access plus its conditions'.
     pub(crate) access: SystemAccess,
     pub(crate) is_apply_deferred: bool,
+    /// Smoothed measured cost of one run; `u64::MAX` before the first sample.
     cost_ns: u64,
-    runs: u32,
-    samples: u32,
     pub(crate) trace: Option<TraceEvent>,
 }
 
@@ -64,8 +68,6 @@ impl SystemSlot {
             access,
             is_apply_deferred,
             cost_ns: u64::MAX,
-            runs: 0,
-            samples: 0,
             trace: None,
         }
     }
@@ -74,12 +76,6 @@ impl SystemSlot {
     #[inline]
     pub(crate) fn cost_ns(&self) -> u64 {
         self.cost_ns
-    }
-
-    /// True when running the system costs less than handing it to another thread.
-    #[inline]
-    pub(crate) fn is_cheap(&self) -> bool {
-        self.cost_ns < INLINE_BELOW_NS
     }
 }
 
@@ -96,21 +92,21 @@ pub(crate) enum Node {
 #[derive(Clone, Copy)]
 pub(crate) struct RunContext {
     pub(crate) trace_start: Option<Instant>,
+    /// Time every system (a sampled or traced run).
+    pub(crate) timed: bool,
 }
 
 /// Runs one system node (its conditions, then the system).
 ///
-/// Every [`SAMPLE_EVERY`]th run (and the first [`WARM_SAMPLES`], and every traced run) is
-/// timed, out of line, so that the common path carries no clock reads.
+/// Sampled and traced runs (`ctx.timed`, see [`is_sampled_run`]) are timed, out of line, so
+/// that the common path carries no clock reads.
 ///
 /// # Safety
 /// The caller holds the slot's declared access for the call (for an exclusive slot: the
 /// whole world, through a mutable cell), and the slot was initialised with this world.
 #[inline]
 pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
-    let runs = slot.runs;
-    slot.runs = runs.wrapping_add(1);
-    if ctx.trace_start.is_some() || slot.samples < WARM_SAMPLES || runs.is_multiple_of(SAMPLE_EVERY) {
+    if ctx.timed {
         // SAFETY: forwarded contract.
         unsafe { run_system_timed(slot, world, ctx) }
     } else {
@@ -131,12 +127,11 @@ unsafe fn run_system_timed(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ct
     unsafe { run_system_body(slot, world) };
     let elapsed = start.elapsed();
     let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-    slot.cost_ns = if slot.samples == 0 {
+    slot.cost_ns = if slot.cost_ns == u64::MAX {
         ns
     } else {
         (slot.cost_ns / 4) * 3 + ns / 4
     };
-    slot.samples = slot.samples.saturating_add(1);
     if let Some(run_start) = ctx.trace_start {
         slot.trace = Some(TraceEvent {
             name: slot.system.name().to_string(),

@@ -1,16 +1,19 @@
 //! The parallel executor: the [`protocol`](super::protocol) driven by the calling thread, with
 //! rayon tasks as helpers.
 //!
-//! The calling thread runs the schedule: the roots, and whatever each finished node releases.
-//! A released node that is cheap (sampled cost below `INLINE_BELOW_NS`), exclusive, or a sync
-//! point runs right there, on the thread that released it. Of the nodes worth a thread of
-//! their own, that thread keeps the costliest when it has nothing else to do, and hands the
-//! others off through the protocol's ready queue, spawning a rayon helper to take them (at
-//! most one fewer helpers than rayon has threads, so that caller plus helpers do not
-//! outnumber the pool). The calling thread takes from the queue too whenever it runs out of
-//! work, so a helper that is slow to start never holds the run up: its work is done by the
-//! caller instead. When nothing is left for it, the caller waits for the handed-off chains:
-//! it spins briefly, then yields, then parks until a helper wakes it.
+//! The calling thread runs the schedule. It first hands off the roots the [`Plan`] gives to
+//! helpers (highest rank first, so a helper is spawned before the caller starts anything),
+//! then runs its own roots — the highest-ranked one among them — and whatever each finished
+//! node releases. A released node that runs inline (small rank: its chain of work is cheap;
+//! exclusive; or a sync point) runs right there, on the thread that released it. Of the
+//! nodes worth a thread of their own, that thread keeps the highest-ranked when it has
+//! nothing else to do, and hands the others off through the protocol's ready queue, spawning
+//! a rayon helper to take them (at most one fewer helpers than rayon has threads, so that
+//! caller plus helpers do not outnumber the pool). The calling thread takes from the queue
+//! too whenever it runs out of work, so a helper that is slow to start never holds the run
+//! up: its work is done by the caller instead. When nothing is left for it, the caller waits
+//! for the handed-off chains: it spins briefly, then yields, then parks until a helper wakes
+//! it.
 //!
 //! So a run of cheap systems never leaves the calling thread, takes no lock and makes no
 //! system call, and a run of heavy ones spreads over the pool. The one `Mutex` holds a panic
@@ -25,6 +28,7 @@ use std::thread::{self, Thread};
 
 use tabula_core::{CommandError, UnsafeWorldCell, World};
 
+use super::plan::Plan;
 use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
 use crate::graph::Built;
@@ -49,6 +53,7 @@ struct Shared<'a> {
     slot_count: usize,
     nodes: &'a [Node],
     deps: &'a Dependencies,
+    plan: &'a Plan,
     state: &'a RunState,
     world: UnsafeWorldCell<'a>,
     ctx: RunContext,
@@ -63,8 +68,9 @@ struct Shared<'a> {
 }
 
 // SAFETY: `slots` is only dereferenced for a node by the one thread the protocol gives it
-// to (the thread that released it, until it starts or hands it off; then the thread that
-// runs it), and for all slots only by an exclusive node, when no other node runs. Systems are `Send + Sync`; the world cell is shared under the schedule's access rules.
+// to (the thread that runs it), and for all slots only by an exclusive node, when no other
+// node runs; where a node runs is decided from the `Plan`, never from its slot. Systems are
+// `Send + Sync`; the world cell is shared under the schedule's access rules.
 unsafe impl Sync for Shared<'_> {}
 // SAFETY: as above.
 unsafe impl Send for Shared<'_> {}
@@ -85,41 +91,11 @@ impl RunPtr {
 }
 
 thread_local! {
-    /// The calling thread's stack of released nodes and list of roots to start from, kept
-    /// between runs to save allocating.
-    static CALLER_SCRATCH: Cell<(Vec<usize>, Vec<usize>)> = const { Cell::new((Vec::new(), Vec::new())) };
+    /// The calling thread's stack of released nodes, kept between runs to save allocating.
+    static CALLER_STACK: Cell<Vec<usize>> = const { Cell::new(Vec::new()) };
 }
 
 impl<'a> Shared<'a> {
-    /// True when the node should run on the thread that released it.
-    ///
-    /// # Safety
-    /// The node is the calling thread's: it released the node (or the node is a root and
-    /// the run has not started it) and has neither started nor handed it off yet, so no
-    /// other thread touches its slot.
-    unsafe fn runs_inline(&self, node: usize) -> bool {
-        match self.nodes[node] {
-            Node::Sync => true,
-            Node::System(index) => {
-                // SAFETY: the node, hence its slot, is this thread's (the function's contract).
-                let slot = unsafe { &*self.slots.add(index) };
-                slot.is_cheap() || slot.access.is_exclusive()
-            }
-        }
-    }
-
-    /// The node's sampled cost (for picking which node a thread keeps).
-    ///
-    /// # Safety
-    /// As [`runs_inline`](Self::runs_inline).
-    unsafe fn cost(&self, node: usize) -> u64 {
-        match self.nodes[node] {
-            Node::Sync => 0,
-            // SAFETY: the node, hence its slot, is this thread's (the function's contract).
-            Node::System(index) => unsafe { &*self.slots.add(index) }.cost_ns(),
-        }
-    }
-
     /// Runs one node (unwinding if it panics).
     fn run_node(&self, node: usize) {
         match self.nodes[node] {
@@ -157,23 +133,17 @@ impl<'a> Shared<'a> {
         apply_pending(slots, world, &mut errors);
     }
 
-    /// Sorts a node that has just become ready: onto `stack` when it runs inline; otherwise
-    /// the costlier of it and `kept` stays in `kept` and the other is handed off.
-    ///
-    /// # Safety
-    /// `ready` and `kept` are the calling thread's, as for [`runs_inline`](Self::runs_inline).
-    unsafe fn place(&self, ready: usize, kept: &mut Option<usize>, stack: &mut Vec<usize>, role: Role) {
-        // SAFETY: `ready` is ours (the function's contract).
-        let inline = unsafe { self.runs_inline(ready) };
-        if inline {
+    /// Sorts a node this thread has just released: onto `stack` when it runs inline;
+    /// otherwise the higher-ranked of it and `kept` stays in `kept` and the other is handed
+    /// off.
+    fn place(&self, ready: usize, kept: &mut Option<usize>, stack: &mut Vec<usize>, role: Role) {
+        if self.plan.runs_inline(ready) {
             stack.push(ready);
             return;
         }
         match *kept {
             None => *kept = Some(ready),
-            // Compare before handing off: a handed-off node's slot is no longer ours to read.
-            // SAFETY: `ready` and `other` (= `kept`) are ours (the function's contract).
-            Some(other) if unsafe { self.cost(ready) > self.cost(other) } => {
+            Some(other) if self.plan.rank(ready) > self.plan.rank(other) => {
                 *kept = Some(ready);
                 self.hand_off(other, role);
             }
@@ -218,11 +188,8 @@ impl<'a> Shared<'a> {
             self.run_node(node);
             if !self.deps.dependents[node].is_empty() {
                 let mut kept = None;
-                self.state.complete(self.deps, node, |ready| {
-                    // SAFETY: this thread's decrement released `ready`, so it is ours until
-                    // started or handed off; `kept` likewise.
-                    unsafe { self.place(ready, &mut kept, stack, role) }
-                });
+                self.state
+                    .complete(self.deps, node, |ready| self.place(ready, &mut kept, stack, role));
                 if let Some(heavy) = kept {
                     if stack.is_empty() && !more_here {
                         node = heavy;
@@ -296,30 +263,13 @@ impl<'a> Shared<'a> {
         }
     }
 
-    /// The calling thread's work: the roots and their chains, then queued work until every
-    /// handed-off chain has finished.
-    fn run_caller(&self, stack: &mut Vec<usize>, firsts: &mut Vec<usize>) {
-        let roots = self.state.roots();
-        // SAFETY: nothing has started yet, so every root is ours.
-        if roots.iter().all(|&root| unsafe { self.runs_inline(root) }) {
-            // The common case of cheap systems: no root needs another thread.
-            self.run_chains(roots, stack, Role::Caller);
-        } else {
-            let mut kept = None;
-            for &root in roots {
-                // SAFETY: nothing has started yet and the roots not yet placed are ours;
-                // `kept` too (handed-off roots are not looked at again).
-                unsafe { self.place(root, &mut kept, firsts, Role::Caller) };
-            }
-            if let Some(heavy) = kept.filter(|_| !firsts.is_empty()) {
-                self.hand_off(heavy, Role::Caller);
-                kept = None;
-            }
-            // The inline roots (in index order), then the kept one.
-            firsts.extend(kept);
-            self.run_chains(firsts, stack, Role::Caller);
-            firsts.clear();
+    /// The calling thread's work: hand off the plan's roots for helpers, run its own roots
+    /// and their chains, then queued work until every handed-off chain has finished.
+    fn run_caller(&self, stack: &mut Vec<usize>) {
+        for &root in self.plan.hand_off_roots() {
+            self.hand_off(root, Role::Caller);
         }
+        self.run_chains(self.plan.own_roots(), stack, Role::Caller);
         let mut step = 0;
         loop {
             if let Some(node) = self.state.take() {
@@ -345,6 +295,7 @@ pub(crate) fn run(
     slots: &mut [SystemSlot],
     nodes: &[Node],
     built: &Built,
+    plan: &Plan,
     state: &mut RunState,
     world: &mut World,
     ctx: RunContext,
@@ -358,6 +309,7 @@ pub(crate) fn run(
         slots: slots.as_mut_ptr(),
         nodes,
         deps: &built.deps,
+        plan,
         state,
         world: UnsafeWorldCell::new_mutable(world),
         ctx,
@@ -367,13 +319,12 @@ pub(crate) fn run(
         panic: Mutex::new(None),
         errors: Mutex::new(Vec::new()),
     };
-    let (mut stack, mut firsts) = CALLER_SCRATCH.take();
-    shared.run_caller(&mut stack, &mut firsts);
+    let mut stack = CALLER_STACK.take();
+    shared.run_caller(&mut stack);
     // Every chain has finished; wait for helpers still inside to leave before `shared` goes.
     state.gate().close(epoch);
     stack.clear();
-    firsts.clear();
-    CALLER_SCRATCH.set((stack, firsts));
+    CALLER_STACK.set(stack);
     errors.append(&mut shared.errors.into_inner().unwrap_or_else(|e| e.into_inner()));
     match shared.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(payload) => Err(payload),
