@@ -127,30 +127,68 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
         start: rows.start,
         row: rows.start,
     };
+    // One row: hand out its item, then check its mark; at the first unmarked row, switch to
+    // the plain loop for the rest and return.
+    macro_rules! step {
+        ($row:expr) => {{
+            let row = $row;
+            guard.row = row;
+            // SAFETY: `row` is live and visited once; the item is consumed by `f` before
+            // `data` is touched again, and `f` is higher-ranked, so the item cannot outlive
+            // the call.
+            unsafe { f(D::fetch_deferred(&mut *data, row)) };
+            // SAFETY: `data` is valid and no item borrows it any more.
+            if !D::row_marked(unsafe { &*data }) {
+                std::mem::forget(guard);
+                // SAFETY: rows `start..row` were all marked and `row`'s scratch is the last
+                // one taken; the rest are live rows not yet visited.
+                unsafe { finish_unmarked::<D>(&mut *data, rows.start, row, rows.end, f) };
+                return;
+            }
+        }};
+    }
+    // Four rows per step: short archetypes then need no scalar tail from the vectoriser, and
+    // straight-line bodies of adjacent rows can be combined into vector instructions.
+    while rows.end - guard.row >= 4 {
+        let row = guard.row;
+        step!(row);
+        step!(row + 1);
+        step!(row + 2);
+        step!(row + 3);
+        guard.row = row + 4;
+    }
     while guard.row < rows.end {
         let row = guard.row;
-        // SAFETY: `row` is live and visited once; the item is consumed by `f` before `data`
-        // is touched again, and `f` is higher-ranked, so the item cannot outlive the call.
-        unsafe { f(D::fetch_deferred(&mut *data, row)) };
-        // SAFETY: `data` is valid and no item borrows it any more.
-        if !D::row_marked(unsafe { &*data }) {
-            std::mem::forget(guard);
-            // SAFETY: rows `start..row` were all marked and `row`'s scratch is the last one
-            // taken; then the rest of the rows run the plain way, as above.
-            unsafe {
-                D::mark_rows(&mut *data, rows.start..row, false);
-                D::store_mark(&mut *data, row);
-                for row in row + 1..rows.end {
-                    f(D::fetch(&mut *data, row));
-                }
-            }
-            return;
-        }
-        guard.row += 1;
+        step!(row);
+        guard.row = row + 1;
     }
     std::mem::forget(guard);
     // SAFETY: every row of `rows` was marked; `whole` as the caller promises.
     unsafe { D::mark_rows(&mut *data, rows, whole) };
+}
+
+/// The slow end of [`run_rows`]: rows `start..row` were all marked, `row` was just visited
+/// and was not; marks them, then visits `row + 1..end` with per-row stamps.
+///
+/// # Safety
+/// As for `run_rows`, for the fetch and these rows; no item of them is live.
+#[cold]
+#[inline(never)]
+unsafe fn finish_unmarked<D: QueryData>(
+    data: &mut D::Fetch<'_>,
+    start: usize,
+    row: usize,
+    end: usize,
+    f: &mut impl FnMut(D::Item<'_>),
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        D::mark_rows(data, start..row, false);
+        D::store_mark(data, row);
+        for row in row + 1..end {
+            f(D::fetch(data, row));
+        }
+    }
 }
 
 /// Marks the rows a panicking `for_each` closure had already been handed (rows `start..row`
