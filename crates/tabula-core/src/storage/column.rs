@@ -122,6 +122,39 @@ impl Column {
         (layout, ColumnOffsets { data, added, changed })
     }
 
+    /// Moves the column's arrays within a block that grew: from `old` to `new` offsets
+    /// (each new offset at or past the old one), keeping rows `0..len`, and points the
+    /// column there. The arrays move last first, so a longer one never overwrites the rest.
+    ///
+    /// # Safety
+    /// `block` holds a layout containing both placements, the old arrays at `old` hold the
+    /// column's `len` initialised rows, and no other column's live arrays overlap the new
+    /// ones.
+    pub(crate) unsafe fn slide(
+        &mut self,
+        block: NonNull<u8>,
+        old: ColumnOffsets,
+        new: ColumnOffsets,
+        len: usize,
+    ) {
+        // SAFETY: all offsets lie inside `block` (the caller's contract); `ptr::copy` allows
+        // overlap, and moving `changed`, then `added`, then the values keeps each source
+        // intact until it is copied (new offsets are at or past old ones).
+        unsafe {
+            let ticks = |offset: usize| block.add(offset).cast::<Tick>().as_ptr();
+            ptr::copy(ticks(old.changed), ticks(new.changed), len);
+            ptr::copy(ticks(old.added), ticks(new.added), len);
+            ptr::copy(
+                block.add(old.data).as_ptr(),
+                block.add(new.data).as_ptr(),
+                self.item.size() * len,
+            );
+            self.data = block.add(new.data);
+            self.added = block.add(new.added).cast();
+            self.changed = block.add(new.changed).cast();
+        }
+    }
+
     /// Moves the column into a new block: copies rows `0..len` (values and ticks) to the
     /// arrays at `offsets` in `block`, then points the column there.
     ///

@@ -8,6 +8,7 @@ use crate::component::ComponentInfo;
 use crate::entity::Entity;
 
 use super::Column;
+use super::column::ColumnOffsets;
 
 /// Marks a column with no counterpart in a move's destination table.
 pub(crate) const NO_COLUMN: u32 = u32::MAX;
@@ -116,36 +117,60 @@ impl Table {
         // Reserve the row list first: if that fails, nothing else has changed.
         self.entities.reserve_exact(new_cap - self.len());
 
-        let mut layout = Layout::new::<()>();
-        let mut offsets = Vec::with_capacity(self.columns.len());
-        for column in self.columns.iter() {
-            let (extended, placed) = column.extend_layout(layout, new_cap);
-            layout = extended;
-            offsets.push(placed);
-        }
-        let layout = layout.pad_to_align();
-        let block = if layout.size() == 0 {
-            // Only zero-sized columns and no ticks: impossible with `new_cap > 0` unless there
-            // are no columns at all. A dangling block aligned for the layout serves.
-            NonNull::new(std::ptr::without_provenance_mut(layout.align())).expect("alignment is never zero")
-        } else {
-            // SAFETY: `layout` has a non-zero size.
-            let raw = unsafe { alloc::alloc(layout) };
-            NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout))
-        };
+        let (layout, offsets) = self.block_layout_for(new_cap);
         let len = self.len();
-        for (column, placed) in self.columns.iter_mut().zip(offsets) {
-            // SAFETY: `block` holds `layout`, in which `extend_layout` placed this column's
-            // arrays for `new_cap >= len` rows; it is fresh, so it overlaps no old array; rows
-            // `0..len` are initialised (table invariant).
-            unsafe { column.relocate(block, placed, len) };
-        }
-        // SAFETY: the old block was allocated with `block_layout` (table invariant), and no
-        // column points into it any more.
-        unsafe { self.free_block() };
+        let block = if self.block_layout.size() == 0 {
+            let block = if layout.size() == 0 {
+                // No columns (a zero-sized layout needs no memory): a dangling, aligned block.
+                NonNull::new(std::ptr::without_provenance_mut(layout.align()))
+                    .expect("alignment is never zero")
+            } else {
+                // SAFETY: `layout` has a non-zero size.
+                let raw = unsafe { alloc::alloc(layout) };
+                NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+            };
+            for (column, placed) in self.columns.iter_mut().zip(offsets) {
+                // SAFETY: `block` holds `layout`, in which `extend_layout` placed this column's
+                // arrays for `new_cap >= len` rows; nothing was allocated before, so the old
+                // arrays hold no bytes to copy or overlap.
+                unsafe { column.relocate(block, placed, len) };
+            }
+            block
+        } else {
+            // Grow in place where the allocator can (large blocks are remapped, not copied),
+            // then slide each array up to its new offset, last first: every array's new
+            // offset is at or past its old one, so no array overwrites one not yet moved.
+            let (_, old_offsets) = self.block_layout_for(self.capacity);
+            debug_assert_eq!(layout.align(), self.block_layout.align());
+            // SAFETY: the block was allocated with `block_layout` (table invariant), whose
+            // alignment equals `layout`'s (it depends only on the column types), and
+            // `layout.size()` is larger than the old size, so non-zero; `Layout` checked it.
+            let raw = unsafe { alloc::realloc(self.block.as_ptr(), self.block_layout, layout.size()) };
+            let block = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+            for ((column, placed), old) in self.columns.iter_mut().zip(offsets).zip(old_offsets).rev() {
+                // SAFETY: `block` now holds `layout`, which contains both the old arrays (at
+                // `old`, carried over by `realloc`) and the new ones (at `placed`); arrays of
+                // later columns, already moved, lie past this column's new arrays, and arrays
+                // of earlier columns lie before its old ones; rows `0..len` are initialised.
+                unsafe { column.slide(block, old, placed, len) };
+            }
+            block
+        };
         self.block = block;
         self.block_layout = layout;
         self.capacity = new_cap;
+    }
+
+    /// The block layout for `capacity` rows, and where each column's arrays sit in it.
+    fn block_layout_for(&self, capacity: usize) -> (Layout, Vec<ColumnOffsets>) {
+        let mut layout = Layout::new::<()>();
+        let mut offsets = Vec::with_capacity(self.columns.len());
+        for column in self.columns.iter() {
+            let (extended, placed) = column.extend_layout(layout, capacity);
+            layout = extended;
+            offsets.push(placed);
+        }
+        (layout.pad_to_align(), offsets)
     }
 
     /// Frees the block, if it was allocated.
