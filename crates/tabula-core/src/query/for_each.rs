@@ -72,12 +72,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) {
         // SAFETY: only the archetype list (structure) is read through this reference.
         let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        for matched in &self.matched {
-            let archetype = &archetypes[matched.archetype.index()];
-            let len = archetype.len();
-            if len == 0 {
-                continue;
-            }
+        for (matched, archetype, len) in self.non_empty(archetypes) {
             // SAFETY: the caches came from matching this archetype; the caller holds the
             // query's access; rows `0..len` are all of the archetype's live rows, visited once,
             // by this thread alone.

@@ -8,7 +8,7 @@ use super::fetch::{QueryData, ReadOnlyQueryData, RunTicks};
 use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
-use crate::archetype::ArchetypeId;
+use crate::archetype::{Archetype, ArchetypeId};
 use crate::change::Tick;
 use crate::entity::{Entity, EntityLocation};
 use crate::world::{UnsafeWorldCell, World, WorldId};
@@ -269,12 +269,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     {
         // SAFETY: only the archetype list (structure) is read through this reference.
         let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        for matched in &self.matched {
-            let archetype = &archetypes[matched.archetype.index()];
-            let len = archetype.len();
-            if len == 0 {
-                continue;
-            }
+        for (matched, archetype, len) in self.non_empty(archetypes) {
             // SAFETY: the caller holds the query's access, and each archetype's chunk is
             // handed out once.
             unsafe {
@@ -282,6 +277,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 f(D::fetch_chunk(&mut fetch, len));
             }
         }
+    }
+
+    /// The matched archetypes that have rows, with their row counts: what every loop over
+    /// the whole query walks.
+    #[inline]
+    pub(crate) fn non_empty<'a>(
+        &'a self,
+        archetypes: &'a [Archetype],
+    ) -> impl Iterator<Item = (&'a Matched<D::Cache, F::Cache>, &'a Archetype, usize)> + 'a {
+        self.matched.iter().filter_map(move |matched| {
+            let archetype = &archetypes[matched.archetype.index()];
+            let len = archetype.len();
+            (len > 0).then_some((matched, archetype, len))
+        })
     }
 
     /// The item of one entity, through shared access.
