@@ -179,9 +179,16 @@ macro_rules! tuple_bundle {
             ) {
                 // Old values are collected and dropped only after every column is written, so
                 // a panicking `Drop` cannot leave a row half-filled.
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
+                debug_assert_eq!(replaced.len(), columns.len());
                 let _old = ($({
-                    let column = table.column_mut(columns[$index] as usize);
-                    if replaced[$index] {
+                    // SAFETY: `columns` and `replaced` have one entry per field, and each
+                    // column index names a column of `table` (the caller's contract).
+                    let (column, replaced) = unsafe {
+                        let column = *columns.get_unchecked($index) as usize;
+                        (table.column_unchecked_mut(column), *replaced.get_unchecked($index))
+                    };
+                    if replaced {
                         // SAFETY: the slot holds a `$name` (the caller's contract).
                         Some(unsafe { column.replace_value::<$name>(row, self.$index, tick) })
                     } else {

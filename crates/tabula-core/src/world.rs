@@ -344,8 +344,7 @@ impl World {
         let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
             return Err(missing::<T>(entity));
         };
-        // SAFETY: `column_of_type` only returns indices of this table's columns.
-        let column = unsafe { archetype.table.column_unchecked_mut(column) };
+        let column = archetype.table.column_mut(column);
         let row = location.row as usize;
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
         // makes these the only references into the column, and the three pointers are

@@ -235,6 +235,18 @@ impl Entities {
         self.meta[entity.index() as usize].location = location;
     }
 
+    /// [`set_location`](Self::set_location) without the bounds check, for entities just
+    /// looked up or read from a table.
+    ///
+    /// # Safety
+    /// `entity` is live.
+    #[inline]
+    pub(crate) unsafe fn set_location_unchecked(&mut self, entity: Entity, location: EntityLocation) {
+        debug_assert!(self.get(entity).is_some(), "set_location on dead {entity:?}");
+        // SAFETY: a live entity's index is a slot of `meta` (the caller's contract).
+        unsafe { self.meta.get_unchecked_mut(entity.index() as usize).location = location };
+    }
+
     /// How many entities are live (flushed reservations included).
     pub fn len(&self) -> u32 {
         self.live
