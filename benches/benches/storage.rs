@@ -119,7 +119,8 @@ fn simple_insert(c: &mut Criterion) {
     group.finish();
 }
 
-/// 10,000 entities with `A`: add `B` to each, then remove it from each.
+/// 10,000 entities with `A`: add `B` to each, then remove it from each; one by one, and as
+/// one batch of each (`insert_batch`, `remove_batch`).
 fn add_remove(c: &mut Criterion) {
     const N: usize = 10_000;
     let mut group = c.benchmark_group("add_remove");
@@ -133,6 +134,16 @@ fn add_remove(c: &mut Criterion) {
             for &e in &entities {
                 world.remove_one::<B>(e).unwrap();
             }
+        })
+    });
+    group.bench_function("tabula_batch", |b| {
+        let mut world = World::new();
+        let entities: Vec<Entity> = world.spawn_batch((0..N).map(|i| (A(i as f32),))).collect();
+        b.iter(|| {
+            world
+                .insert_batch(entities.iter().map(|&e| (e, (B(0.0),))))
+                .unwrap();
+            world.remove_batch::<(B,)>(&entities).unwrap()
         })
     });
     group.bench_function("raw", |b| {

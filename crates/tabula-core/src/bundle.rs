@@ -71,6 +71,14 @@ pub(crate) mod sealed {
             tick: Tick,
         );
 
+        /// Reads the fields out of `row`, leaving those slots logically uninitialised.
+        ///
+        /// # Safety
+        /// `columns[i]` is a column of `table` storing field `i`'s type, all distinct; `row`
+        /// holds initialised values in them; each is read exactly once, and the caller treats
+        /// the slots as empty afterwards (never reads or drops them again).
+        unsafe fn take_at(table: &Table, columns: &[u32], row: usize) -> Self;
+
         /// Reads the fields back from the values a `Table::move_row` left behind.
         ///
         /// # Safety
@@ -197,6 +205,20 @@ macro_rules! tuple_bundle {
                         None
                     }
                 },)*);
+            }
+
+            #[inline]
+            unsafe fn take_at(table: &Table, columns: &[u32], row: usize) -> Self {
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
+                ($(
+                    // SAFETY: `columns` has one entry per field, naming a column of `table`
+                    // that stores field `i`'s type with an initialised value at `row`, read
+                    // exactly once (the caller's contract).
+                    unsafe {
+                        let column = *columns.get_unchecked($index) as usize;
+                        table.column_unchecked(column).ptr(row).cast::<$name>().read()
+                    },
+                )*)
             }
 
             #[inline]

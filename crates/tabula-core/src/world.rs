@@ -11,6 +11,7 @@
 //! Every structural change records the new locations *before* any component's `Drop` runs, so
 //! a panicking destructor unwinds through a consistent world.
 
+mod batch;
 mod entity_ref;
 mod spawn_batch;
 mod structural;

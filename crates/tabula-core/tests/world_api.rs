@@ -427,6 +427,198 @@ fn twelve_wide_bundle_spawns_and_removes() {
     assert_eq!(world.entity(b).unwrap().component_names().count(), 0);
 }
 
+// --- Batches ---------------------------------------------------------------------------------
+
+/// Checks the world against what the test expects, and its own bookkeeping: every expected
+/// entity reads its values, every archetype's rows name live entities that are located there,
+/// and the archetypes hold exactly the live entities.
+fn assert_consistent(world: &World, expected: &[(Entity, Health, Option<Velocity>)]) {
+    for &(e, health, velocity) in expected {
+        assert_eq!(world.get::<Health>(e), Ok(&health), "{e:?}");
+        assert_eq!(world.get::<Velocity>(e).ok(), velocity.as_ref(), "{e:?}");
+    }
+    let mut rows = 0;
+    for archetype in world.archetypes() {
+        for &e in archetype.entities() {
+            assert_eq!(world.entity(e).unwrap().archetype().id(), archetype.id(), "{e:?}");
+        }
+        rows += archetype.len();
+    }
+    assert_eq!(rows, world.len() as usize);
+}
+
+#[test]
+fn insert_batch_over_a_whole_archetype_then_remove_batch() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let ids: Vec<Entity> = (0..50u32)
+        .map(|i| world.spawn((Health(i), DropCounter(drops.clone()))))
+        .collect();
+    let other = world.spawn((Health(99),));
+    // A shuffled order: batch order need not be row order.
+    let mut order = ids.clone();
+    order.sort_by_key(|e| (e.index() * 7) % 50);
+
+    world
+        .insert_batch(order.iter().map(|&e| (e, (Velocity(e.index() as f32, 1.0),))))
+        .unwrap();
+    let mut expected: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| (e, Health(i as u32), Some(Velocity(e.index() as f32, 1.0))))
+        .collect();
+    expected.push((other, Health(99), None));
+    assert_consistent(&world, &expected);
+    let source = world
+        .archetypes()
+        .find(|a| a.has::<DropCounter>() && !a.has::<Velocity>());
+    assert_eq!(source.map(|a| a.len()), Some(0), "the source archetype is empty");
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "moving drops nothing");
+
+    let removed = world.remove_batch::<(Velocity,)>(&order).unwrap();
+    let velocities: Vec<Velocity> = order.iter().map(|e| Velocity(e.index() as f32, 1.0)).collect();
+    assert_eq!(removed, velocities.into_iter().map(|v| (v,)).collect::<Vec<_>>());
+    for entry in &mut expected {
+        entry.2 = None;
+    }
+    assert_consistent(&world, &expected);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(world);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        ids.len(),
+        "every counter dropped once"
+    );
+}
+
+#[test]
+fn insert_batch_over_part_of_an_archetype_and_mixed_archetypes() {
+    let mut world = World::new();
+    let plain: Vec<Entity> = (0..6u32).map(|i| world.spawn((Health(i),))).collect();
+    let named = world.spawn((Health(10), Name("n".into())));
+    let moving = world.spawn((Health(11), Velocity(0.0, 0.0)));
+    // Part of `plain`, one entity listed twice (the second bundle wins), and entities of two
+    // other archetypes, one of which already has a `Velocity`.
+    let batch = [
+        (plain[4], (Velocity(4.0, 0.0),)),
+        (named, (Velocity(10.0, 0.0),)),
+        (plain[1], (Velocity(1.0, 0.0),)),
+        (moving, (Velocity(11.0, 0.0),)),
+        (plain[4], (Velocity(4.5, 0.0),)),
+    ];
+    world.insert_batch(batch).unwrap();
+    let expected = [
+        (plain[0], Health(0), None),
+        (plain[1], Health(1), Some(Velocity(1.0, 0.0))),
+        (plain[2], Health(2), None),
+        (plain[3], Health(3), None),
+        (plain[4], Health(4), Some(Velocity(4.5, 0.0))),
+        (plain[5], Health(5), None),
+        (named, Health(10), Some(Velocity(10.0, 0.0))),
+        (moving, Health(11), Some(Velocity(11.0, 0.0))),
+    ];
+    assert_consistent(&world, &expected);
+    assert_eq!(world.get::<Name>(named), Ok(&Name("n".into())));
+
+    let removed = world.remove_batch::<(Velocity,)>(&[moving, plain[4]]).unwrap();
+    assert_eq!(removed, vec![(Velocity(11.0, 0.0),), (Velocity(4.5, 0.0),)]);
+    assert!(!world.has::<Velocity>(moving) && !world.has::<Velocity>(plain[4]));
+    assert_eq!(world.get::<Velocity>(plain[1]), Ok(&Velocity(1.0, 0.0)));
+}
+
+#[test]
+fn insert_batch_with_a_dead_entity_changes_nothing() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let ids: Vec<Entity> = (0..4u32).map(|i| world.spawn((Health(i),))).collect();
+    let dead = world.spawn((Health(9),));
+    world.despawn(dead).unwrap();
+    let batch = ids
+        .iter()
+        .chain([&dead])
+        .chain(&ids)
+        .map(|&e| (e, (DropCounter(drops.clone()),)));
+    assert_eq!(world.insert_batch(batch), Err(EntityError::NoSuchEntity(dead)));
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        9,
+        "every bundle of the batch was dropped"
+    );
+    assert!(ids.iter().all(|&e| !world.has::<DropCounter>(e)));
+    let expected: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| (e, Health(i as u32), None))
+        .collect();
+    assert_consistent(&world, &expected);
+    assert_eq!(
+        world.insert_batch(std::iter::empty::<(Entity, (Health,))>()),
+        Ok(())
+    );
+}
+
+#[test]
+fn remove_batch_refuses_bad_batches_and_changes_nothing() {
+    let mut world = World::new();
+    let ids: Vec<Entity> = (0..4u32)
+        .map(|i| world.spawn((Health(i), Velocity(i as f32, 0.0))))
+        .collect();
+    let bare = world.spawn((Health(7),));
+    let dead = world.spawn((Health(8), Velocity(8.0, 0.0)));
+    world.despawn(dead).unwrap();
+    let missing = |entity| EntityError::MissingComponent {
+        entity,
+        component: type_name::<Velocity>(),
+    };
+
+    let cases: [(Vec<Entity>, EntityError); 3] = [
+        (vec![ids[0], ids[1], bare, ids[2]], missing(bare)),
+        (vec![ids[3], dead, ids[0]], EntityError::NoSuchEntity(dead)),
+        // The second removal of `ids[2]` would find no `Velocity`.
+        (vec![ids[2], ids[0], ids[1], ids[3], ids[2]], missing(ids[2])),
+    ];
+    for (batch, error) in cases {
+        assert_eq!(world.remove_batch::<(Velocity,)>(&batch), Err(error));
+        let mut expected: Vec<_> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (e, Health(i as u32), Some(Velocity(i as f32, 0.0))))
+            .collect();
+        expected.push((bare, Health(7), None));
+        assert_consistent(&world, &expected);
+    }
+    // A bundle with two components names the first one the entity lacks.
+    assert_eq!(
+        world.remove_batch::<(Health, Name)>(&[ids[0]]),
+        Err(EntityError::MissingComponent {
+            entity: ids[0],
+            component: type_name::<Name>()
+        })
+    );
+    assert_eq!(world.remove_batch::<(Velocity,)>(&[]), Ok(vec![]));
+}
+
+#[test]
+fn batches_keep_change_ticks() {
+    let mut world = World::new();
+    let ids: Vec<Entity> = (0..8u32).map(|i| world.spawn((Health(i),))).collect();
+    world.clear_trackers();
+    world.get_mut::<Health>(ids[5]).unwrap().0 += 100;
+    world.insert_batch(ids.iter().map(|&e| (e, (Player,)))).unwrap();
+    for (i, &e) in ids.iter().enumerate() {
+        let health = world.get_mut::<Health>(e).unwrap();
+        assert_eq!(health.is_changed(), i == 5, "{e:?}");
+        assert!(!health.is_added(), "{e:?}");
+        assert!(world.get_mut::<Player>(e).unwrap().is_added());
+    }
+    world.clear_trackers();
+    world.get_mut::<Health>(ids[2]).unwrap().0 += 100;
+    world.remove_batch::<(Player,)>(&ids).unwrap();
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(world.get_mut::<Health>(e).unwrap().is_changed(), i == 2, "{e:?}");
+    }
+}
+
 // --- Views -----------------------------------------------------------------------------------
 
 #[test]

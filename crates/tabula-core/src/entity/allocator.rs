@@ -247,6 +247,11 @@ impl Entities {
         unsafe { self.meta.get_unchecked_mut(entity.index() as usize).location = location };
     }
 
+    /// How many slots exist: every entity index is below this.
+    pub(crate) fn slots(&self) -> usize {
+        self.meta.len()
+    }
+
     /// How many entities are live (flushed reservations included).
     pub fn len(&self) -> u32 {
         self.live

@@ -1,0 +1,303 @@
+//! Inserting and removing one bundle type for many entities at once.
+//!
+//! Both operations check every entity before they change anything, so a batch with a bad
+//! entity leaves the world exactly as it was. Then they move the rows:
+//!
+//! * When the batch holds every entity of one archetype (add `Frozen` to all enemies, take it
+//!   away again), the whole table moves across: the bundle and its edge are looked up once,
+//!   the destination is reserved once, and each row goes straight to its new table, with no
+//!   swap-remove fill of the hole it leaves (the source ends up empty).
+//! * Otherwise each entity takes the one-entity path ([`World::insert`], [`World::remove`]),
+//!   which finds the bundle and edge in its caches.
+
+use crate::archetype::{ArchetypeId, InsertEdge, pair_mut};
+use crate::bundle::Bundle;
+use crate::entity::{Entity, EntityLocation};
+use crate::error::EntityError;
+use crate::storage::NO_COLUMN;
+
+use super::{World, tick_now};
+
+/// A set of small indices (entity indices or rows), one bit each.
+struct IndexSet(Vec<u64>);
+
+impl IndexSet {
+    fn new(len: usize) -> Self {
+        Self(vec![0; len.div_ceil(64)])
+    }
+
+    /// Adds `index`; false when it was already there. `index` is below the length given to
+    /// [`new`](Self::new).
+    #[inline]
+    fn insert(&mut self, index: usize) -> bool {
+        let (word, bit) = (&mut self.0[index / 64], 1u64 << (index % 64));
+        let new = *word & bit == 0;
+        *word |= bit;
+        new
+    }
+}
+
+/// Where the entities of a checked batch are: their rows, and their archetype if they share
+/// one.
+struct BatchRows {
+    rows: Vec<u32>,
+    /// The archetype of every entity, or `None` when they are spread over several (or the
+    /// batch is empty).
+    archetype: Option<ArchetypeId>,
+}
+
+impl BatchRows {
+    fn new(capacity: usize) -> Self {
+        Self {
+            rows: Vec::with_capacity(capacity),
+            archetype: None,
+        }
+    }
+
+    fn push(&mut self, location: EntityLocation, first: bool) {
+        if first {
+            self.archetype = Some(location.archetype);
+        } else if self.archetype != Some(location.archetype) {
+            self.archetype = None;
+        }
+        self.rows.push(location.row);
+    }
+
+    /// The archetype whose every row is in the batch exactly once, if there is one.
+    fn whole_table(&self, world: &World) -> Option<ArchetypeId> {
+        let archetype = self.archetype?;
+        let len = world.archetypes.archetypes[archetype.index()].len();
+        if len != self.rows.len() {
+            return None;
+        }
+        let mut seen = IndexSet::new(len);
+        // `len` live rows and as many distinct entries below `len` cover every row.
+        self.rows
+            .iter()
+            .all(|&row| seen.insert(row as usize))
+            .then_some(archetype)
+    }
+}
+
+impl World {
+    /// Adds a bundle to each entity of `batch`: [`insert`](Self::insert) for many entities,
+    /// with the lookups done once. Components an entity already has are replaced, and an
+    /// entity listed twice gets its bundles in order, as with repeated `insert`s.
+    ///
+    /// Every entity is checked first: if one is dead, nothing is inserted (the bundles are
+    /// dropped) and the error names the first such entity.
+    ///
+    /// ```
+    /// use tabula_core::{EntityError, World};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct Frozen(u32);
+    ///
+    /// let mut world = World::new();
+    /// let enemies: Vec<_> = world.spawn_batch((0..3u8).map(|i| (i,))).collect();
+    /// world.insert_batch(enemies.iter().map(|&e| (e, (Frozen(5),))))?;
+    /// assert_eq!(world.get::<Frozen>(enemies[2]), Ok(&Frozen(5)));
+    ///
+    /// // A dead entity anywhere in the batch: nothing changes.
+    /// let gone = world.spawn((9u8,));
+    /// world.despawn(gone)?;
+    /// let result = world.insert_batch([(enemies[0], (1.5f32,)), (gone, (2.5f32,))]);
+    /// assert_eq!(result, Err(EntityError::NoSuchEntity(gone)));
+    /// assert!(!world.has::<f32>(enemies[0]));
+    /// # Ok::<(), EntityError>(())
+    /// ```
+    pub fn insert_batch<I, B>(&mut self, batch: I) -> Result<(), EntityError>
+    where
+        I: IntoIterator<Item = (Entity, B)>,
+        B: Bundle,
+    {
+        self.flush();
+        let batch: Vec<(Entity, B)> = batch.into_iter().collect();
+        let mut rows = BatchRows::new(batch.len());
+        for (i, &(entity, _)) in batch.iter().enumerate() {
+            rows.push(self.location(entity)?, i == 0);
+        }
+        if let Some(source) = rows.whole_table(self) {
+            let bundle = self.bundles.id_of::<B>(&mut self.components);
+            let edge = self
+                .archetypes
+                .insert_edge(&self.components, source, &self.bundles.infos[bundle]);
+            let InsertEdge { target, replaced, .. } = &self.archetypes.insert_edges[edge];
+            // A self-edge replaces in place, and replaced values are dropped, which may
+            // panic: both take the one-entity path.
+            if *target != source && !replaced.contains(&true) {
+                self.insert_whole_table(source, edge, batch, &rows.rows);
+                return Ok(());
+            }
+        }
+        for (entity, bundle) in batch {
+            self.insert(entity, bundle)?;
+        }
+        Ok(())
+    }
+
+    /// Moves every row of `source` along insert edge `edge`, writing the batch's bundles.
+    /// `rows[i]` is the row of `batch[i]`'s entity, and the rows are all of `source`'s.
+    fn insert_whole_table<B: Bundle>(
+        &mut self,
+        source: ArchetypeId,
+        edge: usize,
+        batch: Vec<(Entity, B)>,
+        rows: &[u32],
+    ) {
+        let tick = tick_now(&mut self.change_tick);
+        let edge = &self.archetypes.insert_edges[edge];
+        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, source, edge.target);
+        // The only step that can fail comes before anything changes.
+        dst.table.reserve(batch.len());
+        for ((entity, bundle), &row) in batch.into_iter().zip(rows) {
+            let row = row as usize;
+            // SAFETY: room is reserved, so nothing below can panic until every row has moved
+            // and the source is emptied. The edge comes from `source`, so `move_map` has one
+            // entry per source column, each naming the target column of the same component
+            // (an insert keeps every column); `row` is live in the source and was not moved
+            // yet (each row is in the batch once). The target columns the map leaves empty
+            // are exactly the bundle's (none is `replaced`), and `write_new` fills them.
+            // `entity` is live.
+            unsafe {
+                let dst_row = dst.table.push_uninit(entity);
+                for (column, &target) in edge.move_map.iter().enumerate() {
+                    let to = dst.table.column_unchecked_mut(target as usize);
+                    src.table
+                        .column_unchecked_mut(column)
+                        .move_to(row, to, dst_row, tick);
+                }
+                bundle.write_new(&mut dst.table, &edge.bundle_columns, dst_row, tick);
+                self.entities.set_location_unchecked(
+                    entity,
+                    EntityLocation {
+                        archetype: edge.target,
+                        row: dst_row as u32,
+                    },
+                );
+            }
+        }
+        // Every value has moved out and every entity's location is recorded: the source
+        // keeps no rows, and nothing is dropped.
+        src.table.detach_rows();
+    }
+
+    /// Removes bundle `B` from each of `entities` and returns the removed bundles in the same
+    /// order: [`remove`](Self::remove) for many entities, with the lookups done once.
+    ///
+    /// Every entity is checked first; if any is dead, lacks a component of `B`, or is listed
+    /// twice (its second removal would find nothing), nothing is removed and the error names
+    /// the first such entity (and the component).
+    ///
+    /// ```
+    /// use tabula_core::{EntityError, World};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct Frozen(u32);
+    ///
+    /// let mut world = World::new();
+    /// let a = world.spawn((1u8, Frozen(1)));
+    /// let b = world.spawn((2u8, Frozen(2)));
+    /// let c = world.spawn((3u8,));
+    ///
+    /// // `c` has no `Frozen`: nothing is removed.
+    /// let err = world.remove_batch::<(Frozen,)>(&[a, b, c]).unwrap_err();
+    /// assert!(matches!(err, EntityError::MissingComponent { entity, .. } if entity == c));
+    /// assert!(world.has::<Frozen>(a));
+    ///
+    /// let removed = world.remove_batch::<(Frozen,)>(&[b, a])?;
+    /// assert_eq!(removed, vec![(Frozen(2),), (Frozen(1),)]);
+    /// assert!(!world.has::<Frozen>(a) && world.has::<u8>(a));
+    /// # Ok::<(), EntityError>(())
+    /// ```
+    pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
+        self.flush();
+        let bundle = self.bundles.id_of::<B>(&mut self.components);
+        let first_field = self.bundles.infos[bundle].fields.first().copied();
+        let mut seen = IndexSet::new(self.entities.slots());
+        let mut rows = BatchRows::new(entities.len());
+        // The edge of the previous entity's archetype: batches tend to come from one.
+        let mut last: Option<(ArchetypeId, usize)> = None;
+        for (i, &entity) in entities.iter().enumerate() {
+            let location = self.location(entity)?;
+            if let Some(field) = first_field
+                && !seen.insert(entity.index() as usize)
+            {
+                // Listed twice: the second removal would find the component gone.
+                let component = self.components.info(field).name();
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            let edge = match last {
+                Some((archetype, edge)) if archetype == location.archetype => edge,
+                _ => self.archetypes.remove_edge(
+                    &self.components,
+                    location.archetype,
+                    &self.bundles.infos[bundle],
+                ),
+            };
+            last = Some((location.archetype, edge));
+            if let Some(component) = self.archetypes.remove_edges[edge].missing {
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            rows.push(location, i == 0);
+        }
+        if let Some(source) = rows.whole_table(self)
+            && let Some((_, edge)) = last
+            && self.archetypes.remove_edges[edge].target != source
+        {
+            return Ok(self.remove_whole_table(source, edge, entities, &rows.rows));
+        }
+        // Checked above: none of these can fail.
+        entities.iter().map(|&entity| self.remove::<B>(entity)).collect()
+    }
+
+    /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
+    /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s.
+    fn remove_whole_table<B: Bundle>(
+        &mut self,
+        source: ArchetypeId,
+        edge: usize,
+        entities: &[Entity],
+        rows: &[u32],
+    ) -> Vec<B> {
+        let now = tick_now(&mut self.change_tick);
+        let edge = &self.archetypes.remove_edges[edge];
+        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, source, edge.target);
+        // The only steps that can fail come before anything changes.
+        let mut removed = Vec::with_capacity(entities.len());
+        dst.table.reserve(entities.len());
+        for (&entity, &row) in entities.iter().zip(rows) {
+            let row = row as usize;
+            // SAFETY: room is reserved in the target and in `removed`, so nothing below can
+            // panic until every row has moved and the source is emptied. The edge comes from
+            // `source` and its bundle is present (checked by the caller), so `move_map` names
+            // the target column of the same component for every kept column and fills the
+            // whole target row, and `bundle_columns` are the unmapped source columns of `B`'s
+            // fields. `row` is live in the source and not yet moved (each row is in the batch
+            // once); every value in it is moved or read exactly once. `entity` is live.
+            unsafe {
+                let dst_row = dst.table.push_uninit(entity);
+                for (column, &target) in edge.move_map.iter().enumerate() {
+                    if target != NO_COLUMN {
+                        let to = dst.table.column_unchecked_mut(target as usize);
+                        src.table
+                            .column_unchecked_mut(column)
+                            .move_to(row, to, dst_row, now);
+                    }
+                }
+                removed.push(B::take_at(&src.table, &edge.bundle_columns, row));
+                self.entities.set_location_unchecked(
+                    entity,
+                    EntityLocation {
+                        archetype: edge.target,
+                        row: dst_row as u32,
+                    },
+                );
+            }
+        }
+        // Every value has moved or been read out and every entity's location is recorded:
+        // the source keeps no rows, and nothing is dropped.
+        src.table.detach_rows();
+        removed
+    }
+}
