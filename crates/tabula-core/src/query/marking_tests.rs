@@ -213,3 +213,24 @@ fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
         "the old mark must not look new after the wrap"
     );
 }
+
+#[test]
+fn whole_table_batches_keep_each_rows_change_state() {
+    // Rows leaving a marked table in bulk take the mark along.
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    q.for_each(&mut world, |mut pos| pos.0 += 100);
+    world
+        .insert_batch(entities[..10].iter().map(|&e| (e, (Health(1),))))
+        .unwrap();
+    assert_eq!(sorted(changed.iter(&world).collect()), entities[..10].to_vec());
+
+    // Old rows arriving in bulk beside marked ones stay unchanged.
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    q.for_each(&mut world, |mut pos| pos.0 += 100);
+    world.remove_batch::<(Frozen,)>(&entities[10..]).unwrap();
+    assert_eq!(sorted(changed.iter(&world).collect()), entities[..10].to_vec());
+}

@@ -275,6 +275,31 @@ impl Column {
         }
     }
 
+    /// Copies rows `0..n` (values and ticks, the floor applied) to rows `at..at + n` of `dst`,
+    /// in bulk; the values here are logically moved out.
+    ///
+    /// # Safety
+    /// `dst` stores the same component type; rows `0..n` are initialised here; rows
+    /// `at..at + n` are within `dst`'s capacity and uninitialised, and rows `0..at` are live
+    /// there.
+    pub(crate) unsafe fn copy_rows_to(&mut self, n: usize, dst: &mut Column, at: usize, now: Tick) {
+        debug_assert_eq!(self.item, dst.item);
+        // Make every row's own tick its effective one on both sides, so the ticks copy as
+        // they are (a floor here would not apply to the rows' new home; one there could be
+        // newer than the rows arriving).
+        // SAFETY: `n` live rows here, `at` live rows there (the caller's contract).
+        unsafe {
+            self.settle_floor(n, now);
+            dst.settle_floor(at, now);
+        }
+        // SAFETY: in-bounds ranges of two different columns of the same type.
+        unsafe {
+            ptr::copy_nonoverlapping(self.data.as_ptr(), dst.ptr(at), self.item.size() * n);
+            ptr::copy_nonoverlapping(self.added.as_ptr(), dst.added.as_ptr().add(at), n);
+            ptr::copy_nonoverlapping(self.changed.as_ptr(), dst.changed.as_ptr().add(at), n);
+        }
+    }
+
     /// The changed tick of `row`: its own, or the floor if that is newer.
     ///
     /// # Safety

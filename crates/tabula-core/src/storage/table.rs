@@ -260,6 +260,33 @@ impl Table {
         self.entities.swap_remove(row);
     }
 
+    /// Moves every row to the end of `dst` in bulk, in order (row `r` lands at `start + r`,
+    /// where `start` is `dst`'s old length, which is returned): column `i` goes to `dst`
+    /// column `map[i]`, one copy per column. Columns mapped to [`NO_COLUMN`] keep their values
+    /// at their rows here, for the caller to read with `Bundle::take_at`; `dst` columns no
+    /// source column maps to are left uninitialised at the new rows.
+    ///
+    /// # Safety
+    /// `dst` has room for `self.len()` more rows; `map` is as for [`move_row`](Self::move_row).
+    /// Before either table is used in any other way, and with no chance of a panic in between,
+    /// the caller must fill the `dst` columns left empty at every new row, read (or forget)
+    /// each unmapped value here at most once, and call [`detach_rows`](Self::detach_rows) on
+    /// this table, whose values have all moved out.
+    pub(crate) unsafe fn move_all_rows(&mut self, dst: &mut Table, map: &[u32], now: Tick) -> usize {
+        debug_assert_eq!(map.len(), self.columns.len());
+        let (n, start) = (self.len(), dst.len());
+        debug_assert!(dst.capacity - start >= n, "move_all_rows without room");
+        dst.entities.extend_from_slice(&self.entities);
+        for (column, &target) in self.columns.iter_mut().zip(map) {
+            if target != NO_COLUMN {
+                // SAFETY: rows `0..n` are live here; `dst` has room for them past its `start`
+                // live rows (the caller's contract), and the column has the same type.
+                unsafe { column.copy_rows_to(n, &mut dst.columns[target as usize], start, now) };
+            }
+        }
+        start
+    }
+
     /// The value a [`move_row`](Self::move_row) left behind in an unmapped column.
     ///
     /// # Safety

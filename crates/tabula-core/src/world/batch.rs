@@ -5,8 +5,8 @@
 //!
 //! * When the batch holds every entity of one archetype (add `Frozen` to all enemies, take it
 //!   away again), the whole table moves across: the bundle and its edge are looked up once,
-//!   the destination is reserved once, and each row goes straight to its new table, with no
-//!   swap-remove fill of the hole it leaves (the source ends up empty).
+//!   the destination is reserved once, and each column is copied across in one piece
+//!   (`Table::move_all_rows`); only the bundle's own values are written row by row.
 //! * Otherwise each entity takes the one-entity path ([`World::insert`], [`World::remove`]),
 //!   which finds the bundle and edge in its caches.
 
@@ -14,7 +14,6 @@ use crate::archetype::{ArchetypeId, InsertEdge, pair_mut};
 use crate::bundle::Bundle;
 use crate::entity::{Entity, EntityLocation};
 use crate::error::EntityError;
-use crate::storage::NO_COLUMN;
 
 use super::{World, tick_now};
 
@@ -150,23 +149,17 @@ impl World {
         let (src, dst) = pair_mut(&mut self.archetypes.archetypes, source, edge.target);
         // The only step that can fail comes before anything changes.
         dst.table.reserve(batch.len());
-        for ((entity, bundle), &row) in batch.into_iter().zip(rows) {
-            let row = row as usize;
-            // SAFETY: room is reserved, so nothing below can panic until every row has moved
-            // and the source is emptied. The edge comes from `source`, so `move_map` has one
-            // entry per source column, each naming the target column of the same component
-            // (an insert keeps every column); `row` is live in the source and was not moved
-            // yet (each row is in the batch once). The target columns the map leaves empty
-            // are exactly the bundle's (none is `replaced`), and `write_new` fills them.
-            // `entity` is live.
-            unsafe {
-                let dst_row = dst.table.push_uninit(entity);
-                for (column, &target) in edge.move_map.iter().enumerate() {
-                    let to = dst.table.column_unchecked_mut(target as usize);
-                    src.table
-                        .column_unchecked_mut(column)
-                        .move_to(row, to, dst_row, tick);
-                }
+        // SAFETY: room is reserved; the edge comes from `source`, so `move_map` has one entry
+        // per source column, each naming the target column of the same component (an insert
+        // keeps every column, so nothing is left to read here). The target columns it leaves
+        // empty are exactly the bundle's (none is `replaced`), and the loop below fills them
+        // at every new row: `rows` are all of the source's rows, each once, and row `r` landed
+        // at `start + r`. Nothing in between can panic (`write_new` only moves values), and
+        // the source is detached right after.
+        unsafe {
+            let start = src.table.move_all_rows(&mut dst.table, &edge.move_map, tick);
+            for ((entity, bundle), &row) in batch.into_iter().zip(rows) {
+                let dst_row = start + row as usize;
                 bundle.write_new(&mut dst.table, &edge.bundle_columns, dst_row, tick);
                 self.entities.set_location_unchecked(
                     entity,
@@ -266,31 +259,22 @@ impl World {
         // The only steps that can fail come before anything changes.
         let mut removed = Vec::with_capacity(entities.len());
         dst.table.reserve(entities.len());
-        for (&entity, &row) in entities.iter().zip(rows) {
-            let row = row as usize;
-            // SAFETY: room is reserved in the target and in `removed`, so nothing below can
-            // panic until every row has moved and the source is emptied. The edge comes from
-            // `source` and its bundle is present (checked by the caller), so `move_map` names
-            // the target column of the same component for every kept column and fills the
-            // whole target row, and `bundle_columns` are the unmapped source columns of `B`'s
-            // fields. `row` is live in the source and not yet moved (each row is in the batch
-            // once); every value in it is moved or read exactly once. `entity` is live.
-            unsafe {
-                let dst_row = dst.table.push_uninit(entity);
-                for (column, &target) in edge.move_map.iter().enumerate() {
-                    if target != NO_COLUMN {
-                        let to = dst.table.column_unchecked_mut(target as usize);
-                        src.table
-                            .column_unchecked_mut(column)
-                            .move_to(row, to, dst_row, now);
-                    }
-                }
-                removed.push(B::take_at(&src.table, &edge.bundle_columns, row));
+        // SAFETY: room is reserved in the target and in `removed`. The edge comes from
+        // `source` and its bundle is present (checked by the caller), so `move_map` names the
+        // target column of the same component for every kept column and fills the whole
+        // target row, and `bundle_columns` are the unmapped source columns of `B`'s fields,
+        // whose values stay at their rows here. `rows` are all of the source's rows, each
+        // once, so each removed value is read exactly once, and row `r` landed at
+        // `start + r`. Nothing in between can panic, and the source is detached right after.
+        unsafe {
+            let start = src.table.move_all_rows(&mut dst.table, &edge.move_map, now);
+            for (&entity, &row) in entities.iter().zip(rows) {
+                removed.push(B::take_at(&src.table, &edge.bundle_columns, row as usize));
                 self.entities.set_location_unchecked(
                     entity,
                     EntityLocation {
                         archetype: edge.target,
-                        row: dst_row as u32,
+                        row: (start + row as usize) as u32,
                     },
                 );
             }
