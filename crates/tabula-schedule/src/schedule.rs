@@ -16,7 +16,8 @@ use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, 
 use crate::executor::plan::Plan;
 use crate::executor::protocol::RunState;
 use crate::executor::{
-    ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, parallel, single,
+    ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, is_warm_up_run, parallel,
+    single,
 };
 use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
@@ -432,11 +433,12 @@ impl Schedule {
         world.flush();
         let built = self.built.as_mut().expect("initialize built the schedule");
         let sampled = is_sampled_run(built.runs);
-        built.runs = built.runs.wrapping_add(1);
         let ctx = RunContext {
             trace_start: self.tracing.then(std::time::Instant::now),
             timed: sampled || self.tracing,
+            warming: is_warm_up_run(built.runs),
         };
+        built.runs = built.runs.wrapping_add(1);
         self.command_errors.clear();
         let result = match self.executor {
             ExecutorKind::Parallel => {

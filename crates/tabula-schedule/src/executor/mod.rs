@@ -41,10 +41,23 @@ const INLINE_BELOW_NS: u64 = 2_000;
 const WARM_SAMPLES: u32 = 4;
 const SAMPLE_EVERY: u32 = 32;
 
+/// A sample above this many times the current estimate is set aside unless the next one is
+/// too: the thread was most likely preempted, and one such sample should not move the plan
+/// (with the estimate's weight of a quarter per sample, it would take hundreds of runs to
+/// forget it).
+const OUTLIER_FACTOR: u64 = 4;
+
 /// True when run number `run` (counted from the build) should time its systems.
 #[inline]
 pub(crate) fn is_sampled_run(run: u32) -> bool {
-    run < WARM_SAMPLES || run.is_multiple_of(SAMPLE_EVERY)
+    is_warm_up_run(run) || run.is_multiple_of(SAMPLE_EVERY)
+}
+
+/// True for the first runs after a build, which pay for cold caches and first-touch page
+/// faults: their samples keep the fastest, not the average.
+#[inline]
+pub(crate) fn is_warm_up_run(run: u32) -> bool {
+    run < WARM_SAMPLES
 }
 
 /// One added system with everything the executors need.
@@ -56,6 +69,8 @@ pub(crate) struct SystemSlot {
     pub(crate) is_apply_deferred: bool,
     /// Smoothed measured cost of one run; `u64::MAX` before the first sample.
     cost_ns: u64,
+    /// The last sample was set aside as an outlier (see [`OUTLIER_FACTOR`]).
+    outlier: bool,
     pub(crate) trace: Option<TraceEvent>,
 }
 
@@ -68,6 +83,7 @@ impl SystemSlot {
             access,
             is_apply_deferred,
             cost_ns: u64::MAX,
+            outlier: false,
             trace: None,
         }
     }
@@ -94,6 +110,8 @@ pub(crate) struct RunContext {
     pub(crate) trace_start: Option<Instant>,
     /// Time every system (a sampled or traced run).
     pub(crate) timed: bool,
+    /// One of the first runs after a build (see [`is_warm_up_run`]).
+    pub(crate) warming: bool,
 }
 
 /// Runs one system node (its conditions, then the system).
@@ -127,11 +145,7 @@ unsafe fn run_system_timed(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ct
     unsafe { run_system_body(slot, world) };
     let elapsed = start.elapsed();
     let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-    slot.cost_ns = if slot.cost_ns == u64::MAX {
-        ns
-    } else {
-        (slot.cost_ns / 4) * 3 + ns / 4
-    };
+    (slot.cost_ns, slot.outlier) = next_estimate(slot.cost_ns, ns, ctx.warming, slot.outlier);
     if let Some(run_start) = ctx.trace_start {
         slot.trace = Some(TraceEvent {
             name: slot.system.name().to_string(),
@@ -139,6 +153,22 @@ unsafe fn run_system_timed(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ct
             start_us: (start - run_start).as_secs_f64() * 1e6,
             duration_us: elapsed.as_secs_f64() * 1e6,
         });
+    }
+}
+
+/// The cost estimate after a sample of `ns`, and whether the sample was set aside as an
+/// outlier: the first sample is taken as it is, warm-up runs keep the fastest, and then each
+/// sample weighs a quarter, except a lone one far above the estimate (see
+/// [`OUTLIER_FACTOR`]).
+fn next_estimate(cost: u64, ns: u64, warming: bool, last_was_outlier: bool) -> (u64, bool) {
+    if cost == u64::MAX {
+        (ns, false)
+    } else if warming {
+        (cost.min(ns), false)
+    } else if ns > cost.saturating_mul(OUTLIER_FACTOR) && !last_was_outlier {
+        (cost, true)
+    } else {
+        ((cost / 4) * 3 + ns / 4, false)
     }
 }
 
@@ -169,5 +199,34 @@ pub(crate) fn apply_pending(slots: &mut [SystemSlot], world: &mut World, errors:
         if slot.system.has_deferred() {
             slot.system.apply_deferred(world, errors);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::next_estimate;
+
+    #[test]
+    fn cost_estimates_keep_the_fastest_warm_sample_and_set_aside_lone_outliers() {
+        // First sample as it is (a cold run), then the fastest warm-up sample.
+        let (cost, _) = next_estimate(u64::MAX, 40_000, true, false);
+        assert_eq!(cost, 40_000);
+        let (cost, _) = next_estimate(cost, 1_500, true, false);
+        let (cost, _) = next_estimate(cost, 1_400, true, false);
+        let (cost, _) = next_estimate(cost, 1_600, true, false);
+        assert_eq!(cost, 1_400);
+        // Then a quarter per sample.
+        let (cost, outlier) = next_estimate(cost, 1_800, false, false);
+        assert_eq!((cost, outlier), (1_500, false));
+        // A preempted sample is set aside; the next normal one is averaged in as usual.
+        let (cost, outlier) = next_estimate(cost, 900_000, false, false);
+        assert_eq!((cost, outlier), (1_500, true));
+        let (cost, outlier) = next_estimate(cost, 1_500, false, outlier);
+        assert_eq!((cost, outlier), (1_500, false));
+        // Two high samples in a row are a real change.
+        let (cost, outlier) = next_estimate(cost, 100_000, false, false);
+        assert!(outlier);
+        let (cost, outlier) = next_estimate(cost, 100_000, false, outlier);
+        assert_eq!((cost, outlier), (1_125 + 25_000, false));
     }
 }
