@@ -85,6 +85,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 }
 
+/// Runs of at most this many rows take the four-rows-per-step loop in [`run_rows`].
+const SHORT_RUN: usize = 64;
+
 /// Calls `f` on the items of `rows` of one archetype that pass the filter, deferring change
 /// marks as the module explains. `whole`: `rows` are all of the archetype's rows and no other
 /// thread works on it, so a fully written pass may set the column's floor.
@@ -142,16 +145,22 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
             }
         }};
     }
-    // Four rows per step: short archetypes then need no scalar tail from the vectoriser, and
-    // straight-line bodies of adjacent rows can be combined into vector instructions.
-    while rows.end - guard.row >= 4 {
-        let row = guard.row;
-        step!(row);
-        step!(row + 1);
-        step!(row + 2);
-        step!(row + 3);
-        guard.row = row + 4;
+    if rows.end - rows.start <= SHORT_RUN {
+        // Short runs, four rows per step: the straight-line bodies of adjacent rows combine
+        // into vector instructions where the compiler can prove they do not alias (one
+        // written column), and there is no scalar tail to pay per archetype.
+        while rows.end - guard.row >= 4 {
+            let row = guard.row;
+            step!(row);
+            step!(row + 1);
+            step!(row + 2);
+            step!(row + 3);
+            guard.row = row + 4;
+        }
     }
+    // Long runs, one row per step: the loop vectoriser handles this shape, with run-time
+    // checks that the columns do not overlap (which the straight-line form cannot get, so
+    // e.g. a swap between two columns would stay scalar).
     while guard.row < rows.end {
         let row = guard.row;
         step!(row);
