@@ -13,7 +13,8 @@
 //!    added, and reduce the graph ([`graph`]).
 //! 2. **Execute**: the parallel executor keeps an atomic counter of unfinished dependencies
 //!    per node; whoever finishes a node releases its dependents, running cheap ones inline
-//!    and handing expensive ones to rayon. Exclusive systems and sync points run alone
+//!    and handing the rest to rayon, except the one heading the longest chain of work, which
+//!    it keeps (the plan in `executor/plan.rs`). Exclusive systems and sync points run alone
 //!    because they conflict with everything.
 //! 3. **Finish**: command buffers still pending are applied in the order the systems were
 //!    added; events age by one run.
