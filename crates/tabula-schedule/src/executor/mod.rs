@@ -3,7 +3,7 @@
 //! * `single` walks the deterministic order on the calling thread.
 //! * `parallel` runs on rayon: per-node atomic dependency counters
 //!   ([`protocol`]), cheap nodes inline on the thread that released them, expensive ones
-//!   handed to rayon helpers, as the [`plan`] (made from sampled costs) says.
+//!   handed to rayon helpers, as the plan (`plan.rs`, made from sampled costs) says.
 //!
 //! Both give the same results, because the graph orders every two conflicting systems.
 
