@@ -119,7 +119,9 @@ impl Table {
 
         let (layout, offsets) = self.block_layout_for(new_cap);
         let len = self.len();
-        let block = if self.block_layout.size() == 0 {
+        // `realloc` keeps the old alignment, so a block whose alignment grows (a value array
+        // reached page alignment) moves to a fresh allocation instead.
+        let block = if self.block_layout.size() == 0 || layout.align() != self.block_layout.align() {
             let block = if layout.size() == 0 {
                 // No columns (a zero-sized layout needs no memory): a dangling, aligned block.
                 NonNull::new(std::ptr::without_provenance_mut(layout.align()))
@@ -131,20 +133,22 @@ impl Table {
             };
             for (column, placed) in self.columns.iter_mut().zip(offsets) {
                 // SAFETY: `block` holds `layout`, in which `extend_layout` placed this column's
-                // arrays for `new_cap >= len` rows; nothing was allocated before, so the old
-                // arrays hold no bytes to copy or overlap.
+                // arrays for `new_cap >= len` rows; it is fresh, so it overlaps no old array;
+                // rows `0..len` are initialised (table invariant).
                 unsafe { column.relocate(block, placed, len) };
             }
+            // SAFETY: the old block was allocated with `block_layout` (table invariant), and
+            // no column points into it any more.
+            unsafe { self.free_block() };
             block
         } else {
             // Grow in place where the allocator can (large blocks are remapped, not copied),
             // then slide each array up to its new offset, last first: every array's new
             // offset is at or past its old one, so no array overwrites one not yet moved.
             let (_, old_offsets) = self.block_layout_for(self.capacity);
-            debug_assert_eq!(layout.align(), self.block_layout.align());
             // SAFETY: the block was allocated with `block_layout` (table invariant), whose
-            // alignment equals `layout`'s (it depends only on the column types), and
-            // `layout.size()` is larger than the old size, so non-zero; `Layout` checked it.
+            // alignment equals `layout`'s (checked above), and `layout.size()` is larger than
+            // the old size, so non-zero; `Layout` checked it.
             let raw = unsafe { alloc::realloc(self.block.as_ptr(), self.block_layout, layout.size()) };
             let block = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
             for ((column, placed), old) in self.columns.iter_mut().zip(offsets).zip(old_offsets).rev() {

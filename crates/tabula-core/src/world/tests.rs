@@ -126,6 +126,26 @@ fn over_aligned_components_are_aligned() {
 }
 
 #[test]
+fn growing_tables_keep_every_row_through_realloc_and_realignment() {
+    // One entity at a time: the block doubles through realloc, and once the `u64` array
+    // passes 64 KiB it is page-aligned, which moves the block to a fresh allocation.
+    let mut world = World::new();
+    let n: u32 = if cfg!(miri) { 4_200 } else { 20_000 };
+    let ids: Vec<Entity> = (0..n)
+        .map(|i| world.spawn((u64::from(i) * 3, i as u8, Aligned(i as u8))))
+        .collect();
+    let first = std::ptr::from_ref(world.get::<u64>(ids[0]).unwrap()).addr();
+    assert_eq!(first % 4096, 0, "a large value array starts on a page");
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(world.get::<u64>(e), Ok(&(i as u64 * 3)));
+        assert_eq!(world.get::<u8>(e), Ok(&(i as u8)));
+        let aligned = world.get::<Aligned>(e).unwrap();
+        assert_eq!((aligned.0, std::ptr::from_ref(aligned).addr() % 64), (i as u8, 0));
+    }
+    assert_locations_exact(&world);
+}
+
+#[test]
 fn zero_sized_components_store_nothing_but_exist() {
     let mut world = World::new();
     let ids: Vec<_> = (0..100).map(|_| world.spawn((Marker, ()))).collect();
