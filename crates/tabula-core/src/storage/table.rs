@@ -119,8 +119,9 @@ impl Table {
 
         let (layout, offsets) = self.block_layout_for(new_cap);
         let len = self.len();
-        // `realloc` keeps the old alignment, so a block whose alignment grows (a value array
-        // reached page alignment) moves to a fresh allocation instead.
+        // `realloc` keeps the old alignment, so a block whose alignment would change moves to a
+        // fresh allocation instead (it cannot today: the alignment depends only on the column
+        // types, but nothing here relies on that).
         let block = if self.block_layout.size() == 0 || layout.align() != self.block_layout.align() {
             let block = if layout.size() == 0 {
                 // No columns (a zero-sized layout needs no memory): a dangling, aligned block.
