@@ -126,25 +126,35 @@ fn over_aligned_components_are_aligned() {
 }
 
 #[test]
-fn growing_tables_keep_every_row_through_realloc_and_realignment() {
-    // One entity at a time: the block doubles through realloc, and once the `u64` and
-    // `Aligned` arrays pass 64 KiB they start a whole number of pages into the block, which
-    // shifts them further at that growth step.
+fn growing_tables_keep_every_row_through_realloc_and_page_placement() {
+    /// Large values, so that their arrays pass 1 MiB (and start whole pages into the block)
+    /// within a few thousand rows.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct Big<const N: usize>([u64; N]);
+    // One entity at a time: the block doubles through realloc, and once the `Big` arrays
+    // pass 1 MiB they start a whole number of pages into the block, which shifts them
+    // further at that growth step.
     let mut world = World::new();
-    let n: u32 = if cfg!(miri) { 4_200 } else { 20_000 };
+    let n: u32 = if cfg!(miri) { 2_100 } else { 20_000 };
     let ids: Vec<Entity> = (0..n)
-        .map(|i| world.spawn((u64::from(i) * 3, i as u8, Aligned(i as u8))))
+        .map(|i| {
+            let v = u64::from(i);
+            world.spawn((v * 3, i as u8, Aligned(i as u8), Big([v; 32]), Big([v; 64])))
+        })
         .collect();
-    let a = std::ptr::from_ref(world.get::<u64>(ids[0]).unwrap()).addr();
-    let b = std::ptr::from_ref(world.get::<Aligned>(ids[0]).unwrap()).addr();
+    let a = std::ptr::from_ref(world.get::<Big<32>>(ids[0]).unwrap()).addr();
+    let b = std::ptr::from_ref(world.get::<Big<64>>(ids[0]).unwrap()).addr();
     assert_eq!(
         a.abs_diff(b) % 4096,
         0,
         "large value arrays sit whole pages apart"
     );
     for (i, &e) in ids.iter().enumerate() {
-        assert_eq!(world.get::<u64>(e), Ok(&(i as u64 * 3)));
+        let v = i as u64;
+        assert_eq!(world.get::<u64>(e), Ok(&(v * 3)));
         assert_eq!(world.get::<u8>(e), Ok(&(i as u8)));
+        assert_eq!(world.get::<Big<32>>(e), Ok(&Big([v; 32])));
+        assert_eq!(world.get::<Big<64>>(e), Ok(&Big([v; 64])));
         let aligned = world.get::<Aligned>(e).unwrap();
         assert_eq!((aligned.0, std::ptr::from_ref(aligned).addr() % 64), (i as u8, 0));
     }
