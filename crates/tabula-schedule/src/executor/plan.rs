@@ -144,14 +144,7 @@ mod tests {
     /// nodes are in topological order already.
     fn plan_for(costs: &[Option<u64>], edges: &[(usize, usize)]) -> Plan {
         let n = costs.len();
-        let mut deps = Dependencies {
-            dependency_counts: vec![0; n],
-            dependents: vec![Vec::new(); n],
-        };
-        for &(from, to) in edges {
-            deps.dependents[from].push(to);
-            deps.dependency_counts[to] += 1;
-        }
+        let deps = Dependencies::from_edges(n, edges);
         let built = Built {
             order: (0..n).collect(),
             deps,

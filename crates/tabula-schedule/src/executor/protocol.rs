@@ -36,6 +36,20 @@ pub struct Dependencies {
 }
 
 impl Dependencies {
+    /// The structure of `n` nodes joined by `edges` (`(from, to)`: `to` waits for `from`).
+    #[cfg(test)]
+    pub(crate) fn from_edges(n: usize, edges: &[(usize, usize)]) -> Self {
+        let mut deps = Self {
+            dependency_counts: vec![0; n],
+            dependents: vec![Vec::new(); n],
+        };
+        for &(from, to) in edges {
+            deps.dependents[from].push(to);
+            deps.dependency_counts[to] += 1;
+        }
+        deps
+    }
+
     /// The nodes with no dependencies, in index order.
     pub fn roots(&self) -> impl Iterator<Item = usize> + '_ {
         self.dependency_counts
@@ -322,15 +336,7 @@ mod loom_tests {
     }
 
     fn graph(n: usize, edges: &[(usize, usize)]) -> Dependencies {
-        let mut deps = Dependencies {
-            dependency_counts: vec![0; n],
-            dependents: vec![Vec::new(); n],
-        };
-        for &(from, to) in edges {
-            deps.dependents[from].push(to);
-            deps.dependency_counts[to] += 1;
-        }
-        deps
+        Dependencies::from_edges(n, edges)
     }
 
     fn run_node(h: &Arc<Harness>, node: usize) {
