@@ -55,6 +55,22 @@ pub(crate) mod sealed {
         /// `row` is a freshly pushed, uninitialised row of `table`.
         unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick);
 
+        /// Moves each of `bundles` into the next uninitialised row from `first` on, stamping
+        /// both ticks, and returns how many rows it wrote. The column pointers are looked up
+        /// once, not per row as with `write_new`.
+        ///
+        /// # Safety
+        /// As for `write_new`, for every row written; the rows from `first` on are within
+        /// `table`'s capacity for as many bundles as `bundles` yields, and `bundles` does not
+        /// panic (a panic would leave written rows behind that no row list holds).
+        unsafe fn write_rows(
+            bundles: impl Iterator<Item = Self>,
+            table: &mut Table,
+            columns: &[u32],
+            first: usize,
+            tick: Tick,
+        ) -> usize;
+
         /// Moves every field into its column at `row`: fields with `replaced[i]` replace an
         /// initialised value (which is dropped after all fields are written), the others fill
         /// uninitialised slots.
@@ -174,6 +190,42 @@ macro_rules! tuple_bundle {
                         table.column_unchecked_mut(column).write_value::<$name>(row, self.$index, tick);
                     }
                 )*
+            }
+
+            #[inline]
+            unsafe fn write_rows(
+                bundles: impl Iterator<Item = Self>,
+                table: &mut Table,
+                columns: &[u32],
+                first: usize,
+                tick: Tick,
+            ) -> usize {
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
+                let data = ($(
+                    // SAFETY: `columns` has one entry per field, naming a column of `table`
+                    // that stores field `i`'s type (the caller's contract).
+                    unsafe {
+                        let column = *columns.get_unchecked($index) as usize;
+                        table.column_unchecked_mut(column).data_ptr().cast::<$name>()
+                    },
+                )*);
+                let mut row = first;
+                for bundle in bundles {
+                    $(
+                        // SAFETY: `row` is a free slot within capacity of the column storing
+                        // this field's type (the caller's contract).
+                        unsafe { data.$index.add(row).write(bundle.$index) };
+                    )*
+                    row += 1;
+                }
+                $(
+                    // SAFETY: as above; rows `first..row` were just written.
+                    unsafe {
+                        let column = *columns.get_unchecked($index) as usize;
+                        table.column_unchecked_mut(column).stamp_rows(first..row, tick);
+                    }
+                )*
+                row - first
             }
 
             #[inline]

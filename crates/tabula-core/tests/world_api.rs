@@ -599,6 +599,72 @@ fn remove_batch_refuses_bad_batches_and_changes_nothing() {
 }
 
 #[test]
+fn batches_listing_a_whole_table_in_row_order() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    // Two rows already wait in the destination, so moved rows land after them.
+    let settled: Vec<Entity> = (0..2u32)
+        .map(|i| world.spawn((Health(100 + i), DropCounter(drops.clone()), Velocity(0.0, 0.0))))
+        .collect();
+    let ids: Vec<Entity> = world
+        .spawn_batch((0..20u32).map(|i| (Health(i), DropCounter(drops.clone()))))
+        .collect();
+    let velocity = |e: Entity| Velocity(e.index() as f32, 2.0);
+    let check = |world: &World, moved: bool| {
+        let mut expected: Vec<_> = settled
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (e, Health(100 + i as u32), Some(Velocity(0.0, 0.0))))
+            .collect();
+        expected.extend(
+            (ids.iter().enumerate()).map(|(i, &e)| (e, Health(i as u32), moved.then(|| velocity(e)))),
+        );
+        assert_consistent(world, &expected);
+    };
+
+    // Longer than the table, or not the table in row order: the general path checks them.
+    let dead = world.spawn((Health(9), DropCounter(drops.clone())));
+    world.despawn(dead).unwrap();
+    let longer = [&ids[..], &[dead]].concat();
+    let result = world.insert_batch(longer.iter().map(|&e| (e, (velocity(e),))));
+    assert_eq!(result, Err(EntityError::NoSuchEntity(dead)));
+    check(&world, false);
+    let mut duplicated = ids.clone();
+    duplicated[19] = ids[0];
+    assert_eq!(
+        world.remove_batch::<(Velocity,)>(&duplicated),
+        Err(EntityError::MissingComponent {
+            entity: ids[0],
+            component: type_name::<Velocity>()
+        }),
+        "nothing to remove, and the error names the first entity"
+    );
+    check(&world, false);
+
+    world
+        .insert_batch(ids.iter().map(|&e| (e, (velocity(e),))))
+        .unwrap();
+    check(&world, true);
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "moving drops nothing");
+    let removed = world.remove_batch::<(Velocity,)>(&ids).unwrap();
+    assert_eq!(removed, ids.iter().map(|&e| (velocity(e),)).collect::<Vec<_>>());
+    check(&world, false);
+    // A prefix of the table takes the one-entity path.
+    world
+        .insert_batch(ids[..5].iter().map(|&e| (e, (velocity(e),))))
+        .unwrap();
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(
+            world.get::<Velocity>(e).ok(),
+            (i < 5).then(|| velocity(e)).as_ref()
+        );
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 23, "every counter dropped once");
+}
+
+#[test]
 fn batches_keep_change_ticks() {
     let mut world = World::new();
     let ids: Vec<Entity> = (0..8u32).map(|i| world.spawn((Health(i),))).collect();

@@ -17,6 +17,7 @@
 use std::num::NonZeroU32;
 
 use super::{Entity, EntityLocation};
+use crate::archetype::ArchetypeId;
 use crate::sync::{AtomicI64, Ordering};
 
 #[derive(Clone, Copy, Debug)]
@@ -245,6 +246,24 @@ impl Entities {
         debug_assert!(self.get(entity).is_some(), "set_location on dead {entity:?}");
         // SAFETY: a live entity's index is a slot of `meta` (the caller's contract).
         unsafe { self.meta.get_unchecked_mut(entity.index() as usize).location = location };
+    }
+
+    /// Records `entities[i]` at row `first_row + i` of `archetype`, for a table's rows that
+    /// just moved in.
+    ///
+    /// # Safety
+    /// Every entity is live, and `first_row + entities.len()` fits in a `u32` (rows do).
+    #[inline]
+    pub(crate) unsafe fn place_rows(
+        &mut self,
+        archetype: ArchetypeId,
+        entities: &[Entity],
+        first_row: usize,
+    ) {
+        for (row, &entity) in (first_row as u32..).zip(entities) {
+            // SAFETY: `entity` is live (the caller's contract).
+            unsafe { self.set_location_unchecked(entity, EntityLocation { archetype, row }) };
+        }
     }
 
     /// How many slots exist: every entity index is below this.

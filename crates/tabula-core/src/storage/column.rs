@@ -218,6 +218,21 @@ impl Column {
         }
     }
 
+    /// Sets both ticks of `rows` to `tick`, for rows whose values were just written.
+    ///
+    /// # Safety
+    /// `rows.end <= capacity` and `rows.start <= rows.end`.
+    #[inline]
+    pub(crate) unsafe fn stamp_rows(&mut self, rows: std::ops::Range<usize>, tick: Tick) {
+        for ticks in [self.added, self.changed] {
+            // SAFETY: the tick arrays hold `capacity` ticks (`Tick` is plain data, so any
+            // slot may be overwritten); `rows` is within them (the caller's contract).
+            unsafe {
+                std::slice::from_raw_parts_mut(ticks.as_ptr().add(rows.start), rows.len()).fill(tick);
+            }
+        }
+    }
+
     /// Replaces the typed value at `row`, marks it changed, and returns the old value.
     ///
     /// # Safety

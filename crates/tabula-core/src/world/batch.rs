@@ -112,11 +112,18 @@ impl World {
     {
         self.flush();
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
-        let mut rows = BatchRows::new(batch.len());
-        for (i, &(entity, _)) in batch.iter().enumerate() {
-            rows.push(self.location(entity)?, i == 0);
-        }
-        if let Some(source) = rows.whole_table(self) {
+        let mut rows = BatchRows::new(0);
+        let whole = match self.table_in_order(batch.iter().map(|&(entity, _)| entity)) {
+            Some(source) => Some(source),
+            None => {
+                rows = BatchRows::new(batch.len());
+                for (i, &(entity, _)) in batch.iter().enumerate() {
+                    rows.push(self.location(entity)?, i == 0);
+                }
+                rows.whole_table(self)
+            }
+        };
+        if let Some(source) = whole {
             let bundle = self.bundles.id_of::<B>(&mut self.components);
             let edge = self
                 .archetypes
@@ -135,8 +142,29 @@ impl World {
         Ok(())
     }
 
+    /// The archetype whose table lists exactly `entities`, in row order, if there is one.
+    ///
+    /// The common batch (entities collected from a query, or as `spawn_batch` returned them)
+    /// is a whole table in order. This check is a comparison per entity, and it proves all
+    /// that the general check does: a table holds only live entities, each once.
+    fn table_in_order(&self, entities: impl ExactSizeIterator<Item = Entity> + Clone) -> Option<ArchetypeId> {
+        let first = entities.clone().next()?;
+        let location = self.entities.get(first)?;
+        let listed = self.archetype_at(location).table.entities();
+        if location.row != 0 || listed.len() != entities.len() {
+            return None;
+        }
+        // Compared without stopping at the first difference, so that the loop vectorises: a
+        // mismatch is rare, and a match has to look at every entity anyway.
+        let same = entities.zip(listed).fold(true, |same, (entity, listed)| {
+            same & (entity.to_bits() == listed.to_bits())
+        });
+        same.then_some(location.archetype)
+    }
+
     /// Moves every row of `source` along insert edge `edge`, writing the batch's bundles.
-    /// `rows[i]` is the row of `batch[i]`'s entity, and the rows are all of `source`'s.
+    /// `rows[i]` is the row of `batch[i]`'s entity, and the rows are all of `source`'s; an
+    /// empty `rows` means `batch[i]` is at row `i`.
     fn insert_whole_table<B: Bundle>(
         &mut self,
         source: ArchetypeId,
@@ -153,22 +181,24 @@ impl World {
         // per source column, each naming the target column of the same component (an insert
         // keeps every column, so nothing is left to read here). The target columns it leaves
         // empty are exactly the bundle's (none is `replaced`), and the loop below fills them
-        // at every new row: `rows` are all of the source's rows, each once, and row `r` landed
-        // at `start + r`. Nothing in between can panic (`write_new` only moves values), and
-        // the source is detached right after.
+        // at every new row: `rows` (or, when empty, `0..batch.len()`) are all of the source's
+        // rows, each once, and row `r` landed at `start + r`. The entities from `start` on are
+        // the moved ones, all live. Nothing in between can panic (`write_new` only moves
+        // values), and the source is detached right after.
         unsafe {
             let start = src.table.move_all_rows(&mut dst.table, &edge.move_map, tick);
-            for ((entity, bundle), &row) in batch.into_iter().zip(rows) {
-                let dst_row = start + row as usize;
-                bundle.write_new(&mut dst.table, &edge.bundle_columns, dst_row, tick);
-                self.entities.set_location_unchecked(
-                    entity,
-                    EntityLocation {
-                        archetype: edge.target,
-                        row: dst_row as u32,
-                    },
-                );
+            if rows.is_empty() {
+                let bundles = batch.into_iter().map(|(_, bundle)| bundle);
+                B::write_rows(bundles, &mut dst.table, &edge.bundle_columns, start, tick);
+            } else {
+                for ((_, bundle), &row) in batch.into_iter().zip(rows) {
+                    let dst_row = start + row as usize;
+                    bundle.write_new(&mut dst.table, &edge.bundle_columns, dst_row, tick);
+                }
             }
+            // The moved entities, in their new rows.
+            self.entities
+                .place_rows(edge.target, &dst.table.entities()[start..], start);
         }
         // Every value has moved out and every entity's location is recorded: the source
         // keeps no rows, and nothing is dropped.
@@ -206,6 +236,18 @@ impl World {
     pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
         self.flush();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
+        if let Some(source) = self.table_in_order(entities.iter().copied()) {
+            let edge = self
+                .archetypes
+                .remove_edge(&self.components, source, &self.bundles.infos[bundle]);
+            if let Some(component) = self.archetypes.remove_edges[edge].missing {
+                let entity = entities[0];
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            if self.archetypes.remove_edges[edge].target != source {
+                return Ok(self.remove_whole_table(source, edge, entities, &[]));
+            }
+        }
         let first_field = self.bundles.infos[bundle].fields.first().copied();
         let mut seen = IndexSet::new(self.entities.slots());
         let mut rows = BatchRows::new(entities.len());
@@ -245,7 +287,8 @@ impl World {
     }
 
     /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
-    /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s.
+    /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s; an empty
+    /// `rows` means `entities[i]` is at row `i`.
     fn remove_whole_table<B: Bundle>(
         &mut self,
         source: ArchetypeId,
@@ -263,21 +306,24 @@ impl World {
         // `source` and its bundle is present (checked by the caller), so `move_map` names the
         // target column of the same component for every kept column and fills the whole
         // target row, and `bundle_columns` are the unmapped source columns of `B`'s fields,
-        // whose values stay at their rows here. `rows` are all of the source's rows, each
-        // once, so each removed value is read exactly once, and row `r` landed at
-        // `start + r`. Nothing in between can panic, and the source is detached right after.
+        // whose values stay at their rows here. `rows` (or, when empty, `0..entities.len()`)
+        // are all of the source's rows, each once, so each removed value is read exactly once,
+        // and row `r` landed at `start + r`; the entities from `start` on are the moved ones,
+        // all live. Nothing in between can panic, and the source is detached right after.
         unsafe {
             let start = src.table.move_all_rows(&mut dst.table, &edge.move_map, now);
-            for (&entity, &row) in entities.iter().zip(rows) {
-                removed.push(B::take_at(&src.table, &edge.bundle_columns, row as usize));
-                self.entities.set_location_unchecked(
-                    entity,
-                    EntityLocation {
-                        archetype: edge.target,
-                        row: (start + row as usize) as u32,
-                    },
-                );
+            let columns = &edge.bundle_columns;
+            if rows.is_empty() {
+                let table = &src.table;
+                removed.extend((0..entities.len()).map(|row| B::take_at(table, columns, row)));
+            } else {
+                for &row in rows {
+                    removed.push(B::take_at(&src.table, columns, row as usize));
+                }
             }
+            // The moved entities, in their new rows.
+            self.entities
+                .place_rows(edge.target, &dst.table.entities()[start..], start);
         }
         // Every value has moved or been read out and every entity's location is recorded:
         // the source keeps no rows, and nothing is dropped.
