@@ -268,6 +268,22 @@ fn random_get(c: &mut Criterion) {
             sum
         })
     });
+    group.bench_function("tabula_view", |b| {
+        let mut world = World::new();
+        let entities: Vec<Entity> = world
+            .spawn_batch((0..N).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
+            .collect();
+        let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
+        b.iter(|| {
+            // Made afresh every pass, as a system would.
+            let positions = world.view::<Position>();
+            let mut sum = 0.0f32;
+            for &e in &shuffled {
+                sum += positions.get(e).unwrap().0[0];
+            }
+            sum
+        })
+    });
     group.bench_function("raw", |b| {
         let positions: Vec<Position> = (0..N).map(position).collect();
         b.iter(|| {

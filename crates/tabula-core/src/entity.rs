@@ -9,6 +9,7 @@ mod allocator;
 use std::fmt;
 use std::num::NonZeroU32;
 
+pub(crate) use allocator::Locations;
 pub use allocator::{Entities, ReserveEntities};
 
 /// A handle to an entity in a [`World`](crate::World).

@@ -16,6 +16,7 @@ mod entity_ref;
 mod spawn_batch;
 mod structural;
 mod unsafe_cell;
+mod view;
 
 use std::any::{TypeId, type_name};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,6 +33,7 @@ use crate::resource::Resources;
 pub use entity_ref::{EntityMut, EntityRef};
 pub use spawn_batch::SpawnBatch;
 pub use unsafe_cell::UnsafeWorldCell;
+pub use view::View;
 
 /// The change tick through exclusive access: no atomic operation needed.
 #[inline]

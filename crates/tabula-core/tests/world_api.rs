@@ -665,6 +665,39 @@ fn batches_listing_a_whole_table_in_row_order() {
 }
 
 #[test]
+fn view_finds_what_get_finds() {
+    let mut world = World::new();
+    let plain: Vec<Entity> = (0..5u32).map(|i| world.spawn((Health(i),))).collect();
+    let moving = world.spawn((Health(10), Velocity(1.0, 0.0)));
+    let bare = world.spawn((Velocity(2.0, 0.0),));
+    let dead = world.spawn((Health(99),));
+    world.despawn(dead).unwrap();
+    let reserved = world.reserve_entity();
+    // Moves to a new archetype before the view is made.
+    world.insert_one(plain[2], Name("two".into())).unwrap();
+
+    let view = world.view::<Health>();
+    for &e in plain.iter().chain([&moving, &bare, &dead, &reserved]) {
+        assert_eq!(view.get(e), world.get::<Health>(e), "{e:?}");
+        assert_eq!(view.contains(e), world.has::<Health>(e), "{e:?}");
+    }
+    assert_eq!(view.get(plain[2]), Ok(&Health(2)));
+    assert_eq!(view.get(dead), Err(EntityError::NoSuchEntity(dead)));
+    assert_eq!(
+        view.get(bare),
+        Err(EntityError::MissingComponent {
+            entity: bare,
+            component: type_name::<Health>()
+        })
+    );
+    // References from the view live as long as the world's borrow, not the view's.
+    let health = view.get(moving).unwrap();
+    drop(view);
+    assert_eq!(health, &Health(10));
+    assert!(World::new().view::<Health>().get(plain[0]).is_err());
+}
+
+#[test]
 fn batches_keep_change_ticks() {
     let mut world = World::new();
     let ids: Vec<Entity> = (0..8u32).map(|i| world.spawn((Health(i),))).collect();

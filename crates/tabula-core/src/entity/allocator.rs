@@ -47,6 +47,24 @@ impl EntityMeta {
     }
 }
 
+/// A borrowed [`Entities`]' record of where each entity is stored.
+#[derive(Clone, Copy)]
+pub(crate) struct Locations<'a>(&'a [EntityMeta]);
+
+impl Locations<'_> {
+    /// As [`Entities::get`].
+    #[inline]
+    pub(crate) fn get(self, entity: Entity) -> Option<EntityLocation> {
+        let meta = self.0.get(entity.index() as usize)?;
+        // A free or reserved slot has `placed == 0`, which no handle's generation is.
+        if meta.placed == entity.generation() {
+            Some(meta.location)
+        } else {
+            None
+        }
+    }
+}
+
 /// Hands out [`Entity`] ids and records where each live entity is stored.
 #[derive(Debug)]
 pub struct Entities {
@@ -220,13 +238,14 @@ impl Entities {
     /// Where a live entity is stored; `None` for a dead, never-created or unflushed handle.
     #[inline]
     pub fn get(&self, entity: Entity) -> Option<EntityLocation> {
-        let meta = self.meta.get(entity.index() as usize)?;
-        // A free or reserved slot has `placed == 0`, which no handle's generation is.
-        if meta.placed == entity.generation() {
-            Some(meta.location)
-        } else {
-            None
-        }
+        self.locations().get(entity)
+    }
+
+    /// The slots alone, for a caller that looks up many entities while the world is
+    /// borrowed: it keeps the slice in registers instead of reading it from `self` each time.
+    #[inline]
+    pub(crate) fn locations(&self) -> Locations<'_> {
+        Locations(&self.meta)
     }
 
     /// Records a live entity's new location after its row moved.
