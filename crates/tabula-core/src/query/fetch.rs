@@ -250,7 +250,9 @@ macro_rules! read_term {
                 archetype: &'w Archetype,
                 ticks: RunTicks,
             ) -> Self::Fetch<'w> {
-                let column = archetype.table.column(column);
+                // SAFETY: `cache` came from matching this archetype (the caller's
+                // contract), and matching returns only indices of its table's columns.
+                let column = unsafe { archetype.table.column_unchecked(column) };
                 ReadFetch {
                     values: column.data_ptr().cast::<T>(),
                     added: column.added_base(),
@@ -335,7 +337,9 @@ macro_rules! write_term {
                 archetype: &'w Archetype,
                 ticks: RunTicks,
             ) -> Self::Fetch<'w> {
-                let column = archetype.table.column(column);
+                // SAFETY: `cache` came from matching this archetype (the caller's
+                // contract), and matching returns only indices of its table's columns.
+                let column = unsafe { archetype.table.column_unchecked(column) };
                 WriteFetch {
                     values: column.data_ptr().cast::<T>(),
                     added: column.added_base(),

@@ -127,7 +127,9 @@ macro_rules! tick_filter {
                 archetype: &'w Archetype,
                 run: RunTicks,
             ) -> Self::Fetch<'w> {
-                let column = archetype.table.column(column);
+                // SAFETY: `cache` came from matching this archetype (the caller's
+                // contract), and matching returns only indices of its table's columns.
+                let column = unsafe { archetype.table.column_unchecked(column) };
                 // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
                 let floor = unsafe { column.changed_floor(run.this_run) };
                 TickFetch {

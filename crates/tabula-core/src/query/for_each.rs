@@ -72,7 +72,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) {
         // SAFETY: only the archetype list (structure) is read through this reference.
         let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        for (matched, archetype, len) in self.non_empty(archetypes) {
+        // SAFETY: the state is up to date for this world (the caller's contract).
+        for (matched, archetype, len) in unsafe { self.non_empty(archetypes) } {
             // SAFETY: the caches came from matching this archetype; the caller holds the
             // query's access; rows `0..len` are all of the archetype's live rows, visited once,
             // by this thread alone.
@@ -149,7 +150,7 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
         // Short runs, four rows per step: the straight-line bodies of adjacent rows combine
         // into vector instructions where the compiler can prove they do not alias (one
         // written column), and there is no scalar tail to pay per archetype.
-        while rows.end - guard.row >= 4 {
+        for _ in 0..(rows.end - rows.start) / 4 {
             let row = guard.row;
             step!(row);
             step!(row + 1);

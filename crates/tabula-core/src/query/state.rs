@@ -269,7 +269,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     {
         // SAFETY: only the archetype list (structure) is read through this reference.
         let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        for (matched, archetype, len) in self.non_empty(archetypes) {
+        // SAFETY: the state is up to date for this world (the caller's contract).
+        for (matched, archetype, len) in unsafe { self.non_empty(archetypes) } {
             // SAFETY: the caller holds the query's access, and each archetype's chunk is
             // handed out once.
             unsafe {
@@ -281,13 +282,18 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// The matched archetypes that have rows, with their row counts: what every loop over
     /// the whole query walks.
+    ///
+    /// # Safety
+    /// `archetypes` is the archetype list of the world this state was last updated against
+    /// (archetypes are never removed, so every matched id indexes it).
     #[inline]
-    pub(crate) fn non_empty<'a>(
+    pub(crate) unsafe fn non_empty<'a>(
         &'a self,
         archetypes: &'a [Archetype],
     ) -> impl Iterator<Item = (&'a Matched<D::Cache, F::Cache>, &'a Archetype, usize)> + 'a {
         self.matched.iter().filter_map(move |matched| {
-            let archetype = &archetypes[matched.archetype.index()];
+            // SAFETY: matched ids index `archetypes` (the caller's contract).
+            let archetype = unsafe { archetypes.get_unchecked(matched.archetype.index()) };
             let len = archetype.len();
             (len > 0).then_some((matched, archetype, len))
         })
