@@ -453,6 +453,16 @@ impl World {
         Tick::new(self.change_tick.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// [`increment_change_tick`](Self::increment_change_tick) through exclusive access, with
+    /// a plain add instead of an atomic one.
+    #[inline]
+    pub(crate) fn advance_change_tick(&mut self) -> Tick {
+        let tick = self.change_tick.get_mut();
+        let now = *tick;
+        *tick = now.wrapping_add(1);
+        Tick::new(now)
+    }
+
     /// Jumps the clock forward (tests of wrap-around only).
     #[cfg(test)]
     pub(crate) fn advance_change_tick_for_tests(&mut self, by: u32) {

@@ -54,7 +54,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// assert_eq!(seen, [10, 12]);
     /// ```
     pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
-        let ticks = self.begin_run(world);
+        let ticks = self.begin_run_mut(world);
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
         // date, and its access was checked for self-aliasing when built.
         unsafe { self.for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }

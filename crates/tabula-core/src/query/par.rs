@@ -52,7 +52,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     where
         Func: Fn(D::Item<'_>) + Send + Sync,
     {
-        let ticks = self.begin_run(world);
+        let ticks = self.begin_run_mut(world);
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
         // date, and its access was checked for self-aliasing when built.
         unsafe { self.par_for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }

@@ -165,7 +165,17 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// state's `last_run`.
     pub(crate) fn begin_run(&mut self, world: &World) -> RunTicks {
         self.update_archetypes(world);
-        let this_run = world.increment_change_tick();
+        self.start_run(world.increment_change_tick())
+    }
+
+    /// [`begin_run`](Self::begin_run) with the world held exclusively: the clock advances
+    /// without an atomic read-modify-write, which costs as much as a short query pass.
+    pub(crate) fn begin_run_mut(&mut self, world: &mut World) -> RunTicks {
+        self.update_archetypes(world);
+        self.start_run(world.advance_change_tick())
+    }
+
+    fn start_run(&mut self, this_run: Tick) -> RunTicks {
         let ticks = RunTicks {
             last_run: self.last_run,
             this_run,
@@ -206,7 +216,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// Iterates the matching entities with mutable access; `&mut T` terms yield [`Mut<T>`](crate::Mut),
     /// which marks a row changed only when written through.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, D, F> {
-        let ticks = self.begin_run(world);
+        let ticks = self.begin_run_mut(world);
         // SAFETY: `&mut World` is exclusive for `'w`, and the state's access was checked for
         // self-aliasing when it was built.
         unsafe { QueryIter::new(self, UnsafeWorldCell::new_mutable(world), ticks) }
@@ -250,7 +260,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     where
         F: ArchetypeFilter,
     {
-        let ticks = self.begin_run(world);
+        let ticks = self.begin_run_mut(world);
         // SAFETY: `&mut World` is exclusive, and the access was checked at build time.
         unsafe { self.for_each_chunk_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
     }
