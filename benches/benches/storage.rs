@@ -284,6 +284,23 @@ fn random_get(c: &mut Criterion) {
             sum
         })
     });
+    // Diagnostic: a hand-written lookup through generation-checked slots into one `Vec`,
+    // i.e. the floor for any storage addressed by generational entity ids.
+    group.bench_function("raw_entity_slots", |b| {
+        let positions: Vec<Position> = (0..N).map(position).collect();
+        // (generation, row) per slot; handles are (slot, generation).
+        let slots: Vec<(u32, u32)> = (0..N as u32).map(|i| (1, i)).collect();
+        let handles: Vec<(u32, u32)> = order.iter().map(|&i| (i as u32, 1)).collect();
+        b.iter(|| {
+            let mut sum = 0.0f32;
+            for &(slot, generation) in &handles {
+                let (current, row) = slots[slot as usize];
+                assert_eq!(current, generation, "stale handle");
+                sum += positions[row as usize].0[0];
+            }
+            sum
+        })
+    });
     group.bench_function("raw", |b| {
         let positions: Vec<Position> = (0..N).map(position).collect();
         b.iter(|| {
