@@ -55,6 +55,23 @@ pub(crate) mod sealed {
         /// `row` is a freshly pushed, uninitialised row of `table`.
         unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick);
 
+        /// The typed column pointers of the fields, for [`write_at`](Self::write_at).
+        type Columns: Copy;
+
+        /// Looks up the columns `columns` names once, for many `write_at`s.
+        ///
+        /// # Safety
+        /// `columns[i]` is a column of `table` storing field `i`'s type. The pointers are
+        /// valid until the table grows.
+        unsafe fn columns(table: &mut Table, columns: &[u32]) -> Self::Columns;
+
+        /// [`write_new`](Self::write_new) through columns looked up beforehand.
+        ///
+        /// # Safety
+        /// As for `write_new`; `columns` came from [`columns`](Self::columns) on this table,
+        /// which has not grown since.
+        unsafe fn write_at(self, columns: Self::Columns, row: usize, tick: Tick);
+
         /// Moves each of `bundles` into the next uninitialised row from `first` on, stamping
         /// both ticks, and returns how many rows it wrote. The column pointers are looked up
         /// once, not per row as with `write_new`.
@@ -103,6 +120,22 @@ pub(crate) mod sealed {
         unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self;
     }
 }
+
+/// One field's column as raw typed pointers, looked up once for many rows
+/// ([`BundleStorage::columns`](sealed::BundleStorage::columns)).
+pub struct TypedColumn<T> {
+    values: *mut T,
+    added: *mut Tick,
+    changed: *mut Tick,
+}
+
+impl<T> Clone for TypedColumn<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for TypedColumn<T> {}
 
 /// What the world knows about one bundle type.
 pub(crate) struct BundleInfo {
@@ -188,6 +221,38 @@ macro_rules! tuple_bundle {
                     unsafe {
                         let column = *columns.get_unchecked($index) as usize;
                         table.column_unchecked_mut(column).write_value::<$name>(row, self.$index, tick);
+                    }
+                )*
+            }
+
+            type Columns = ($(TypedColumn<$name>,)*);
+
+            #[inline]
+            unsafe fn columns(table: &mut Table, columns: &[u32]) -> Self::Columns {
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
+                ($(
+                    // SAFETY: `columns` has one entry per field, naming a column of `table`
+                    // that stores field `i`'s type (the caller's contract).
+                    unsafe {
+                        let column = table.column_unchecked_mut(*columns.get_unchecked($index) as usize);
+                        TypedColumn {
+                            values: column.data_ptr().cast::<$name>(),
+                            added: column.added_base(),
+                            changed: column.changed_base(),
+                        }
+                    },
+                )*)
+            }
+
+            #[inline]
+            unsafe fn write_at(self, columns: Self::Columns, row: usize, tick: Tick) {
+                $(
+                    // SAFETY: the pointers are the current arrays of field `i`'s column, and
+                    // `row` is a free slot within its capacity (the caller's contract).
+                    unsafe {
+                        columns.$index.values.add(row).write(self.$index);
+                        columns.$index.added.add(row).write(tick);
+                        columns.$index.changed.add(row).write(tick);
                     }
                 )*
             }

@@ -55,6 +55,12 @@ impl Table {
         self.entities.len()
     }
 
+    /// How many rows fit before the table has to grow.
+    #[inline]
+    pub(crate) fn room(&self) -> usize {
+        self.capacity - self.len()
+    }
+
     #[inline]
     pub(crate) fn entities(&self) -> &[Entity] {
         &self.entities

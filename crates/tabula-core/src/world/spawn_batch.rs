@@ -1,9 +1,10 @@
 //! Spawning many entities of one bundle type with one lookup and one reservation.
 
 use crate::bundle::Bundle;
-use crate::entity::Entity;
+use crate::bundle::sealed::BundleStorage as _;
+use crate::entity::{Entity, EntityLocation};
 
-use super::World;
+use super::{World, tick_now};
 
 /// The lazy iterator returned by [`World::spawn_batch`]: each `next` spawns one entity.
 /// Dropping it spawns whatever the source iterator still holds (unless it is dropped while
@@ -62,10 +63,47 @@ where
         F: FnMut(B, Entity) -> B,
     {
         let mut acc = init;
-        for bundle in self.source.by_ref() {
-            acc = f(acc, self.world.spawn_along(self.edge, bundle));
+        loop {
+            let world = &mut *self.world;
+            let edge = &world.archetypes.insert_edges[self.edge];
+            let target = edge.target;
+            let table = &mut world.archetypes.archetypes[target.index()].table;
+            let room = table.room();
+            if room == 0 {
+                // The source outran its size hint: one spawn grows the table, then the
+                // rows it made room for take the loop below.
+                let Some(bundle) = self.source.next() else {
+                    return acc;
+                };
+                acc = f(acc, world.spawn_along(self.edge, bundle));
+                continue;
+            }
+            let tick = tick_now(&mut world.change_tick);
+            // SAFETY: the edge's bundle columns are the target's columns for the bundle's
+            // fields; the table does not grow in the loop below, which fills at most `room`
+            // rows.
+            let columns = unsafe { I::Item::columns(table, &edge.bundle_columns) };
+            for _ in 0..room {
+                // The source runs before the row is pushed: if it panics, every row so far is
+                // complete.
+                let Some(bundle) = self.source.next() else {
+                    return acc;
+                };
+                let row = table.len();
+                let location = EntityLocation {
+                    archetype: target,
+                    row: row as u32,
+                };
+                let entity = world.entities.alloc(location);
+                // SAFETY: there is room, so `push_uninit` returns `row` without growing, and
+                // `write_at` fills every column of it at once, only moving values.
+                unsafe {
+                    table.push_uninit(entity);
+                    bundle.write_at(columns, row, tick);
+                }
+                acc = f(acc, entity);
+            }
         }
-        acc
     }
 }
 

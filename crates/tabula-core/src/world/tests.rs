@@ -280,6 +280,49 @@ fn panicking_spawn_batch_iterator_keeps_what_was_spawned() {
 }
 
 #[test]
+fn spawn_batch_grows_past_its_size_hint_and_survives_a_panicking_consumer() {
+    #[derive(Debug, PartialEq)]
+    struct Marker;
+    let mut world = World::new();
+    world.spawn((100u32, Pos(0.0, 0.0), Marker));
+    // A lower bound of 0: the rows past the table's room make it grow mid-batch.
+    let kept = || (0..50u32).filter(|i| i % 5 != 4);
+    let spawned: Vec<Entity> = world
+        .spawn_batch(kept().map(|i| (i, Pos(i as f32, 1.0), Marker)))
+        .collect();
+    assert_eq!(spawned.len(), 40);
+    for (&e, i) in spawned.iter().zip(kept()) {
+        assert_eq!(world.get::<u32>(e), Ok(&i));
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 1.0)));
+        assert_eq!(world.get::<Marker>(e), Ok(&Marker));
+    }
+    assert_locations_exact(&world);
+
+    // The consumer panics at its fourth entity: the four spawned so far are whole, and the
+    // rest of the source is not spawned while unwinding.
+    let mut seen = 0;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        world
+            .spawn_batch((0..10u32).map(|i| (1000 + i, Pos(0.0, 2.0), Marker)))
+            .for_each(|_| {
+                seen += 1;
+                assert!(seen < 4, "consumer fails at its fourth entity");
+            })
+    }));
+    assert!(result.is_err());
+    assert_eq!(world.len(), 1 + 40 + 4);
+    assert_locations_exact(&world);
+    let mut late: Vec<u32> = world
+        .query::<&u32>()
+        .iter(&world)
+        .copied()
+        .filter(|&v| v >= 1000)
+        .collect();
+    late.sort();
+    assert_eq!(late, [1000, 1001, 1002, 1003]);
+}
+
+#[test]
 fn spawn_batch_dropped_early_spawns_the_rest() {
     let mut world = World::new();
     let mut batch = world.spawn_batch((0..5u32).map(|i| (i,)));
