@@ -284,6 +284,21 @@ fn random_get(c: &mut Criterion) {
             sum
         })
     });
+    group.bench_function("tabula_query_get", |b| {
+        let mut world = World::new();
+        let entities: Vec<Entity> = world
+            .spawn_batch((0..N).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
+            .collect();
+        let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
+        let mut query = world.query::<&Position>();
+        b.iter(|| {
+            let mut sum = 0.0f32;
+            for &e in &shuffled {
+                sum += query.get(&world, e).unwrap().0[0];
+            }
+            sum
+        })
+    });
     // Diagnostic: a hand-written lookup through generation-checked slots into one `Vec`,
     // i.e. the floor for any storage addressed by generational entity ids.
     group.bench_function("raw_entity_slots", |b| {

@@ -301,7 +301,7 @@ impl World {
 
     /// The archetype that a live entity's `location` names, without a bounds check.
     #[inline]
-    fn archetype_at(&self, location: EntityLocation) -> &Archetype {
+    pub(crate) fn archetype_at(&self, location: EntityLocation) -> &Archetype {
         // SAFETY: `Entities` only hands out locations of live entities, and the world records
         // only locations in existing archetypes, which are never removed.
         unsafe {

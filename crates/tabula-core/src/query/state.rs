@@ -136,12 +136,21 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ///
     /// # Panics
     /// When `world` is not the world the state was built for.
+    #[inline]
     pub fn update_archetypes(&mut self, world: &World) {
         assert!(
             self.world == world.id(),
             "QueryState<{}> was built for another World; build one per world",
             type_name::<(D, F)>()
         );
+        // Inline, so that a lookup (`get`) pays one comparison when nothing is new.
+        if self.archetypes_seen != world.archetypes.archetypes.len() {
+            self.match_new_archetypes(world);
+        }
+    }
+
+    #[inline(never)]
+    fn match_new_archetypes(&mut self, world: &World) {
         let archetypes = &world.archetypes.archetypes;
         for archetype in &archetypes[self.archetypes_seen..] {
             self.matched_index.push(NOT_MATCHED);
@@ -339,9 +348,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) -> Result<D::Item<'w>, QueryError> {
         // SAFETY: structure only; the caller's contract covers the fetched data.
         let world = unsafe { world.world() };
-        let location = self.locate(world, entity, ticks)?;
+        // SAFETY: the state is up to date for this world (the caller's contract).
+        let found = unsafe { self.locate(world, entity, ticks) }?;
         // SAFETY: forwarded contract.
-        Ok(unsafe { self.fetch_at(world, location, ticks) })
+        Ok(unsafe { Self::fetch_at(found, ticks) })
     }
 
     /// The items of several distinct entities at once, with mutable access.
@@ -384,13 +394,19 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
         // SAFETY: structure only; the caller's contract covers the fetched data.
         let world = unsafe { world.world() };
-        let mut locations = [EntityLocation::NOWHERE; N];
-        for (location, &entity) in locations.iter_mut().zip(&entities) {
-            *location = self.locate(world, entity, ticks)?;
+        // Every entity is checked before any item is made.
+        for &entity in &entities {
+            // SAFETY: the state is up to date for this world (the caller's contract).
+            unsafe { self.locate(world, entity, ticks) }?;
         }
-        // SAFETY: the caller holds the access, and the entities (so the rows) are distinct,
-        // so the items never alias.
-        Ok(locations.map(|location| unsafe { self.fetch_at(world, location, ticks) }))
+        Ok(entities.map(|entity| {
+            // SAFETY: as above; `locate` reads the same world again and finds the same rows.
+            let found = unsafe { self.locate(world, entity, ticks) };
+            let found = found.expect("located in the loop above");
+            // SAFETY: the caller holds the access, and the entities (so the rows) are
+            // distinct, so the items never alias.
+            unsafe { Self::fetch_at(found, ticks) }
+        }))
     }
 
     /// The only matching item; an error when there are none or several.
@@ -462,46 +478,62 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         !unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }.matches_more()
     }
 
-    /// Where `entity` is, if the query matches it now.
-    fn locate(&self, world: &World, entity: Entity, ticks: RunTicks) -> Result<EntityLocation, QueryError> {
+    /// Where `entity` is, if the query matches it now: its location, the archetype and the
+    /// archetype's match.
+    ///
+    /// # Safety
+    /// The state was updated against `world` (so every live entity's archetype has an entry
+    /// in `matched_index`, and matched ids index the world's archetypes).
+    #[inline]
+    unsafe fn locate<'w>(
+        &self,
+        world: &'w World,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> Result<(EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>), QueryError> {
         let location = world
             .entities
             .get(entity)
             .ok_or(QueryError::NoSuchEntity(entity))?;
-        let no_match = QueryError::NoMatch {
+        let no_match = || QueryError::NoMatch {
             entity,
             query: type_name::<(D, F)>(),
         };
-        let index = self.matched_index[location.archetype.index()];
+        // SAFETY: live entities are in archetypes the state has seen (the caller's contract),
+        // and `matched_index` has an entry per archetype seen.
+        let index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
         if index == NOT_MATCHED {
-            return Err(no_match);
+            return Err(no_match());
         }
+        // SAFETY: `index` was recorded for a match, and matches are never removed; the
+        // location names one of the world's archetypes.
+        let (matched, archetype) = unsafe {
+            (
+                self.matched.get_unchecked(index as usize),
+                world.archetype_at(location),
+            )
+        };
         if !F::ARCHETYPAL {
-            let matched = &self.matched[index as usize];
-            let archetype = &world.archetypes.archetypes[location.archetype.index()];
             // SAFETY: the filter only reads ticks of a live row, under the caller's access.
             let passes = unsafe {
                 let mut fetch = F::fetch_archetype(matched.filter, archetype, ticks);
                 F::filter_row(&mut fetch, location.row as usize)
             };
             if !passes {
-                return Err(no_match);
+                return Err(no_match());
             }
         }
-        Ok(location)
+        Ok((location, archetype, matched))
     }
 
     /// # Safety
-    /// `location` came from `locate` on this world; the caller holds the access to its row
+    /// The three came from `locate` on this world; the caller holds the access to the row
     /// for `'w` (shared for read-only `D`, exclusive otherwise).
+    #[inline]
     unsafe fn fetch_at<'w>(
-        &self,
-        world: &'w World,
-        location: EntityLocation,
+        (location, archetype, matched): (EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>),
         ticks: RunTicks,
     ) -> D::Item<'w> {
-        let matched = &self.matched[self.matched_index[location.archetype.index()] as usize];
-        let archetype = &world.archetypes.archetypes[location.archetype.index()];
         // SAFETY: forwarded contract.
         unsafe {
             let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
