@@ -148,6 +148,23 @@ impl Access {
         ids
     }
 
+    /// Records a read by a filter (`Added<T>`, `Changed<T>` read `T`'s ticks). It never
+    /// conflicts within one query: the filter reads a row's ticks before that row's item
+    /// exists, so `(&mut T, Changed<T>)` is fine, as in bevy. For the scheduler a write of
+    /// `id` already covers the read, so nothing is recorded then.
+    pub fn add_filter_read(&mut self, id: ComponentId) {
+        if !self.writes.contains(id) {
+            self.reads.insert(id);
+        }
+    }
+
+    /// Adds the reads of `other`, the access of a filter, as [`add_filter_read`](Self::add_filter_read) does.
+    pub fn merge_filter_reads(&mut self, other: &Access) {
+        for id in other.reads.ids() {
+            self.add_filter_read(id);
+        }
+    }
+
     /// Adds `other`'s reads and writes (not its filters), checking each against what is
     /// already recorded, as `add_read` / `add_write` do.
     pub fn merge_data(&mut self, other: &Access) -> Result<(), ComponentId> {
@@ -190,6 +207,23 @@ mod tests {
         c.add_read(id(70)).unwrap();
         assert!(b.conflicts(&c).is_empty(), "readers never conflict");
         assert_eq!(c.reads().ids().collect::<Vec<_>>(), vec![id(1), id(70)]);
+    }
+
+    #[test]
+    fn a_filter_read_never_aliases_but_still_counts_for_others() {
+        let mut a = Access::default();
+        a.add_write(id(5)).unwrap();
+        a.add_filter_read(id(5));
+        a.add_filter_read(id(6));
+        assert_eq!(a.writes().ids().collect::<Vec<_>>(), vec![id(5)]);
+        assert_eq!(a.reads().ids().collect::<Vec<_>>(), vec![id(6)]);
+        let mut writer = Access::default();
+        writer.add_write(id(6)).unwrap();
+        assert_eq!(
+            a.conflicts(&writer),
+            vec![id(6)],
+            "a filter's read orders it after writers"
+        );
     }
 
     #[test]

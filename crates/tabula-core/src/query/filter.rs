@@ -101,7 +101,8 @@ pub struct TickFetch {
 
 macro_rules! tick_filter {
     ($name:ident, $base:ident, $floor:expr) => {
-        // SAFETY: reads the tick column of `T`, reported as a read of `T`.
+        // SAFETY: reads the tick column of `T`, reported as a read of `T` (or covered by the
+        // query's own write of `T`, whose items never overlap a row the filter is reading).
         unsafe impl<T: Component> WorldQuery for $name<T> {
             type State = ComponentId;
             type Cache = usize;
@@ -113,7 +114,8 @@ macro_rules! tick_filter {
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
                 access.add_with(*id);
-                access.add_read(*id)
+                access.add_filter_read(*id);
+                Ok(())
             }
 
             #[inline]
@@ -193,7 +195,7 @@ macro_rules! tuple_filter {
                 $({
                     let mut member = Access::default();
                     $name::update_access(&state.$index, &mut member)?;
-                    access.merge_data(&member)?;
+                    access.merge_filter_reads(&member);
                 })*
                 Ok(())
             }

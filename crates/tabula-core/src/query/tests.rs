@@ -3,7 +3,9 @@
 use std::collections::HashSet;
 
 use crate::change::CHECK_TICK_THRESHOLD;
-use crate::{Added, BatchSize, Changed, Entity, Has, Mut, Or, QueryError, Ref, With, Without, World};
+use crate::{
+    Added, BatchSize, Changed, Entity, Has, Mut, Or, QueryError, QueryState, Ref, With, Without, World,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
@@ -214,6 +216,66 @@ fn get_get_mut_and_get_many_mut() {
     let mut read = world.query::<&Pos>();
     assert_eq!(read.get(&world, a).err(), Some(QueryError::NoSuchEntity(a)));
     assert_eq!(read.get(&world, c), Ok(&Pos(20.0)));
+
+    // A per-row filter decides a lookup too, and `get_many_mut` checks every entity before it
+    // hands out anything.
+    let mut changed = world.query_filtered::<&Pos, Changed<Pos>>();
+    assert_eq!(changed.iter(&world).count(), 2, "b and c count as added");
+    world.get_mut::<Pos>(c).unwrap().0 = 21.0;
+    assert_eq!(changed.get(&world, c), Ok(&Pos(21.0)));
+    let no_match = |entity| QueryError::NoMatch {
+        entity,
+        query: std::any::type_name::<(&Pos, Changed<Pos>)>(),
+    };
+    assert_eq!(changed.get(&world, b).err(), Some(no_match(b)));
+    let mut changed_mut = world.query_filtered::<&mut Pos, Changed<Pos>>();
+    changed_mut.iter_mut(&mut world).count();
+    world.get_mut::<Pos>(c).unwrap().0 = 22.0;
+    assert_eq!(
+        changed_mut.get_many_mut(&mut world, [c, b]).err(),
+        Some(no_match_mut(b))
+    );
+    assert_eq!(world.get::<Pos>(c), Ok(&Pos(22.0)));
+}
+
+#[test]
+fn a_query_may_write_what_its_tick_filter_reads() {
+    let (mut world, [a, b, c]) = world_with_three();
+    // Builds, as in bevy: the filter reads a row's ticks before that row's item exists.
+    let mut q = world.query_filtered::<&mut Pos, Changed<Pos>>();
+    let mut either = world.query_filtered::<&mut Pos, Or<(Changed<Pos>, Added<Vel>)>>();
+    assert!(
+        q.access()
+            .writes()
+            .contains(world.components().id::<Pos>().unwrap())
+    );
+    assert_eq!(q.iter_mut(&mut world).count(), 3, "everything counts as added");
+    assert_eq!(q.iter_mut(&mut world).count(), 0);
+    world.get_mut::<Pos>(b).unwrap().0 += 1.0;
+    // Writes through the filtered query mark exactly the rows written.
+    q.for_each(&mut world, |mut pos| pos.0 *= 10.0);
+    let mut seen = world.query_filtered::<Entity, Changed<Pos>>();
+    seen.iter(&world).count();
+    q.for_each(&mut world, |mut pos| pos.0 += 0.5);
+    assert_eq!(
+        seen.iter(&world).collect::<Vec<_>>(),
+        vec![],
+        "the second pass found nothing"
+    );
+    assert_eq!(world.get::<Pos>(a), Ok(&Pos(0.0)));
+    assert_eq!(world.get::<Pos>(b), Ok(&Pos(110.0)));
+    assert_eq!(either.iter_mut(&mut world).count(), 3);
+    world.get_mut::<Pos>(c).unwrap().0 = 1.0;
+    assert_eq!(either.iter_mut(&mut world).count(), 1, "only c changed since");
+    // Fetching a component twice is still refused.
+    assert!(QueryState::<(&mut Pos, &Pos)>::try_new(&mut world).is_err());
+}
+
+fn no_match_mut(entity: Entity) -> QueryError {
+    QueryError::NoMatch {
+        entity,
+        query: std::any::type_name::<(&mut Pos, Changed<Pos>)>(),
+    }
 }
 
 #[test]
