@@ -359,6 +359,18 @@ fn check_component<T: ModelComponent>(world: &World, entity: Entity, row: &Row) 
     );
 }
 
+/// `World::view` finds exactly what `World::get` finds, for live and dead entities.
+fn check_view<T: ModelComponent>(world: &World, model: &Model) {
+    let view = world.view::<T>();
+    for &entity in model.live.keys().chain(&model.dead).chain(&model.pending) {
+        let (seen, got) = (view.get(entity), world.get::<T>(entity));
+        match (seen, got) {
+            (Ok(a), Ok(b)) => assert!(std::ptr::eq(a, b), "{entity:?}: view and get differ"),
+            (seen, got) => assert_eq!(seen.err(), got.err(), "{entity:?}: view and get"),
+        }
+    }
+}
+
 fn check_entity(world: &World, entity: Entity, row: &Row) {
     assert!(world.contains(entity), "{entity:?} should be alive");
     check_component::<Pos>(world, entity, row);
@@ -423,6 +435,8 @@ fn check_world(world: &World, model: &Model, g: &Gen, all_dead: bool) {
     for &entity in &model.pending {
         check_dead(world, entity);
     }
+    check_view::<Pos>(world, model);
+    check_view::<Tracked>(world, model);
     // Archetype storage agrees: every stored entity is a live one, stored once, in the
     // archetype of exactly its component set.
     let mut stored = 0;
@@ -524,6 +538,92 @@ fn insert<B: ModelBundle>(
         for (kind, value) in updates {
             row[kind] = Some(value);
         }
+    }
+}
+
+/// Entities for a batch: mostly one archetype's whole entity list in row order (the fast
+/// path) or reversed (the checked whole-table path), otherwise a few random targets, which
+/// may repeat or be dead or reserved.
+fn batch_targets(world: &World, model: &Model, rng: &mut Rng) -> Vec<Entity> {
+    let tables: Vec<Vec<Entity>> = world
+        .archetypes()
+        .filter(|a| !a.is_empty())
+        .map(|a| a.entities().to_vec())
+        .collect();
+    let roll = rng.below(4);
+    match rng.below(tables.len().max(1)) {
+        pick if roll < 2 && pick < tables.len() => tables[pick].clone(),
+        pick if roll < 3 && pick < tables.len() => tables[pick].iter().rev().copied().collect(),
+        _ => (0..rng.below(5)).filter_map(|_| model.target(rng)).collect(),
+    }
+}
+
+fn insert_batch<B: ModelBundle>(world: &mut World, model: &mut Model, g: &mut Gen, targets: &[Entity]) {
+    let bundles: Vec<B> = targets.iter().map(|_| B::generate(g)).collect();
+    let updates: Vec<Vec<(usize, Value)>> = bundles
+        .iter()
+        .map(|bundle| B::kinds().into_iter().zip(bundle.values()).collect())
+        .collect();
+    model.flush();
+    // Every entity is checked first: the first dead one is named and nothing changes.
+    let expected = match targets.iter().find(|e| !model.live.contains_key(e)) {
+        Some(&dead) => Err(EntityError::NoSuchEntity(dead)),
+        None => Ok(()),
+    };
+    let result = world.insert_batch(targets.iter().copied().zip(bundles));
+    assert_eq!(
+        result,
+        expected,
+        "insert_batch {} into {targets:?}",
+        type_name::<B>()
+    );
+    if result.is_ok() {
+        // In order, so an entity listed twice keeps its last bundle.
+        for (entity, updates) in targets.iter().zip(updates) {
+            let row = model.live.get_mut(entity).expect("checked live");
+            for (kind, value) in updates {
+                row[kind] = Some(value);
+            }
+        }
+    }
+}
+
+fn remove_batch<B: ModelBundle>(world: &mut World, model: &mut Model, targets: &[Entity]) {
+    model.flush();
+    let kinds = B::kinds();
+    // The first bad entity in order decides the error: dead, listed again (its second
+    // removal would find nothing), or lacking a field (the first one it lacks).
+    let mut seen = HashSet::new();
+    let mut expected_error = None;
+    for &entity in targets {
+        let Some(row) = model.live.get(&entity) else {
+            expected_error = Some(EntityError::NoSuchEntity(entity));
+            break;
+        };
+        if !kinds.is_empty() && !seen.insert(entity) {
+            expected_error = Some(missing(entity, kinds[0]));
+            break;
+        }
+        if let Some(&absent) = kinds.iter().find(|&&k| row[k].is_none()) {
+            expected_error = Some(missing(entity, absent));
+            break;
+        }
+    }
+    let result = world.remove_batch::<B>(targets);
+    let what = || format!("remove_batch {} from {targets:?}", type_name::<B>());
+    if let Some(error) = expected_error {
+        assert_eq!(result.err(), Some(error), "{}", what());
+        return;
+    }
+    let removed = result.unwrap_or_else(|err| panic!("{}: {err}", what()));
+    assert_eq!(removed.len(), targets.len(), "{}", what());
+    for (entity, bundle) in targets.iter().zip(removed) {
+        let row = model.live.get_mut(entity).expect("checked live");
+        let expected: Vec<Value> = kinds
+            .iter()
+            .map(|&k| row[k].take().expect("checked present"))
+            .collect();
+        assert_eq!(bundle.values(), expected, "{}: values of {entity:?}", what());
     }
 }
 
@@ -694,7 +794,7 @@ fn step(world: &mut World, model: &mut Model, g: &mut Gen) -> String {
     let shape = g.rng.below(SHAPES);
     // Under Miri every check is costly: keep the population (and so each full check) small.
     let crowded = model.live.len() > if cfg!(miri) { 8 } else { 48 };
-    let roll = g.rng.below(100);
+    let roll = g.rng.below(110);
     let target = model.target(&mut g.rng);
     // Most operations need a target; with none yet, spawn.
     let roll = if target.is_none() && (14..90).contains(&roll) {
@@ -812,6 +912,16 @@ fn step(world: &mut World, model: &mut Model, g: &mut Gen) -> String {
             assert_eq!(world.despawn(never), Err(EntityError::NoSuchEntity(never)));
             model.flush(); // despawn flushed the world.
             "never-issued id".to_owned()
+        }
+        100..=104 => {
+            let targets = batch_targets(world, model, &mut g.rng);
+            with_shape!(shape, insert_batch(world, model, g, &targets));
+            format!("insert_batch shape {shape} into {targets:?}")
+        }
+        105..=109 => {
+            let targets = batch_targets(world, model, &mut g.rng);
+            with_shape!(shape, remove_batch(world, model, &targets));
+            format!("remove_batch shape {shape} from {targets:?}")
         }
         _ => {
             clear(world, model);
