@@ -80,7 +80,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             unsafe {
                 let mut data = D::fetch_archetype(matched.data, archetype, ticks);
                 let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                run_rows::<D, F>(&mut data, &mut filter, 0..len, true, &mut f);
+                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut f);
             }
         }
     }
@@ -89,21 +89,34 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 /// Runs of at most this many rows take the four-rows-per-step loop in [`run_rows`].
 const SHORT_RUN: usize = 64;
 
+/// What [`run_rows`] does with the marks of a run whose every row was written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Marks {
+    /// Set the column's floor: the run is the whole archetype, and no other thread works on
+    /// it.
+    Whole,
+    /// Store nothing and report the run as pending: the caller marks it later with
+    /// [`QueryData::mark_rows`], once it knows whether every run of the archetype was fully
+    /// written (then one floor covers them all).
+    Defer,
+}
+
 /// Calls `f` on the items of `rows` of one archetype that pass the filter, deferring change
-/// marks as the module explains. `whole`: `rows` are all of the archetype's rows and no other
-/// thread works on it, so a fully written pass may set the column's floor.
+/// marks as the module explains. Returns true when the marks of the run are still to be made
+/// (`Marks::Defer`, and every row was written); otherwise every written row is marked.
 ///
 /// # Safety
 /// The fetches come from one archetype whose rows `rows` are live; the caller holds the
-/// query's access to them, and no item of these rows is live elsewhere.
+/// query's access to them, and no item of these rows is live elsewhere; `Marks::Whole` as
+/// it says.
 #[inline(always)]
 pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
     data: &mut D::Fetch<'w>,
     filter: &mut F::Fetch<'w>,
     rows: Range<usize>,
-    whole: bool,
+    marks: Marks,
     f: &mut impl FnMut(D::Item<'_>),
-) {
+) -> bool {
     if !D::DEFERS_MARKS || !F::ARCHETYPAL {
         // Nothing to defer, or rows the filter skips would break the all-marked run: the
         // plain loop, each item marking its own row.
@@ -115,7 +128,7 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
                 }
             }
         }
-        return;
+        return false;
     }
 
     // Every access to `data` below goes through this one pointer, which the unwind guard
@@ -142,7 +155,7 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
                 // SAFETY: rows `start..row` were all marked and `row`'s scratch is the last
                 // one taken; the rest are live rows not yet visited.
                 unsafe { finish_unmarked::<D>(&mut *data, rows.start, row, rows.end, f) };
-                return;
+                return false;
             }
         }};
     }
@@ -168,8 +181,12 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
         guard.row = row + 1;
     }
     std::mem::forget(guard);
-    // SAFETY: every row of `rows` was marked; `whole` as the caller promises.
-    unsafe { D::mark_rows(&mut *data, rows, whole) };
+    if marks == Marks::Defer {
+        return true;
+    }
+    // SAFETY: every row of `rows` was marked; `Marks::Whole` as the caller promises.
+    unsafe { D::mark_rows(&mut *data, rows, true) };
+    false
 }
 
 /// The slow end of [`run_rows`]: rows `start..row` were all marked, `row` was just visited

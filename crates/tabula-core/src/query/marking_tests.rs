@@ -191,6 +191,48 @@ fn par_for_each_marks_exactly_the_rows_it_writes() {
 }
 
 #[test]
+fn par_for_each_marks_fully_written_batches_of_a_partly_written_archetype() {
+    // Rows below the cut are written: with batches of 3, some batches of an archetype are
+    // written in full (their marks wait until every batch is done) and others are not.
+    for cut in [5, 13, 20] {
+        let (mut world, entities) = two_archetypes();
+        let mut changed = changed_pos(&mut world);
+        let mut q = world.query::<&mut Pos>();
+        q.set_batch_size(BatchSize::Fixed(3));
+        q.par_for_each(&mut world, |mut pos| {
+            if pos.0 < cut {
+                pos.0 += 100;
+            }
+        });
+        let expected: Vec<Entity> = entities[..cut as usize].to_vec();
+        assert_eq!(sorted(changed.iter(&world).collect()), expected, "cut {cut}");
+    }
+}
+
+#[test]
+fn a_panicking_par_for_each_still_marks_what_it_wrote() {
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query::<&mut Pos>();
+    q.set_batch_size(BatchSize::Fixed(3));
+    let written = std::sync::Mutex::new(Vec::new());
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        q.par_for_each(&mut world, |mut pos| {
+            let index = pos.0;
+            pos.0 += 100;
+            written.lock().unwrap().push(entities[index as usize]);
+            assert_ne!(index, 15, "written, then panicked");
+        })
+    }));
+    assert!(result.is_err());
+    let written = sorted(written.into_inner().unwrap());
+    assert!(written.contains(&entities[15]));
+    // Which other rows ran before the panic stopped their task depends on the schedule;
+    // whichever did are exactly the ones marked.
+    assert_eq!(sorted(changed.iter(&world).collect()), written);
+}
+
+#[test]
 fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
     let (mut world, _) = two_archetypes();
     let mut changed = changed_pos(&mut world);

@@ -5,12 +5,16 @@
 //! mutable items handed to different threads never alias. Below a size threshold the query
 //! runs serially: spawning tasks would cost more than the work.
 
+use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
+
 use rayon::prelude::*;
 
 use super::fetch::{QueryData, RunTicks};
 use super::filter::QueryFilter;
-use super::for_each::run_rows;
+use super::for_each::{Marks, run_rows};
 use super::state::QueryState;
+use crate::archetype::Archetype;
 use crate::world::{UnsafeWorldCell, World};
 
 /// Queries with at most this many matching rows run serially unless a batch size is set.
@@ -88,26 +92,79 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         let mut batches = Vec::with_capacity(total.div_ceil(batch) + self.matched.len());
         for (index, matched) in self.matched.iter().enumerate() {
             let len = archetypes[matched.archetype.index()].len();
-            batches.extend(
-                (0..len)
-                    .step_by(batch)
-                    .map(|start| (index, start..(start + batch).min(len))),
-            );
+            batches.extend((0..len).step_by(batch).map(|start| Batch {
+                index,
+                rows: start..(start + batch).min(len),
+                pending: false,
+            }));
         }
         let matched = &self.matched;
-        batches.into_par_iter().for_each(|(index, rows)| {
-            let matched = &matched[index];
-            let archetype = &archetypes[matched.archetype.index()];
-            // SAFETY: the caches came from matching this archetype; the caller holds the
-            // query's access; batches cover disjoint rows, so items on different threads
-            // never alias; components are `Send + Sync`.
-            // A batch that spans the whole archetype is the only one working on it.
-            unsafe {
-                let whole = rows.start == 0 && rows.end == archetype.len();
-                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                run_rows::<D, F>(&mut data, &mut filter, rows, whole, &mut &f);
-            }
-        });
+        let run = panic::catch_unwind(AssertUnwindSafe(|| {
+            batches.par_iter_mut().for_each(|batch| {
+                let matched = &matched[batch.index];
+                let archetype = &archetypes[matched.archetype.index()];
+                // A batch that spans the whole archetype is the only one working on it and
+                // may set the column's floor; the others leave their marks pending.
+                let marks = if batch.rows.start == 0 && batch.rows.end == archetype.len() {
+                    Marks::Whole
+                } else {
+                    Marks::Defer
+                };
+                // SAFETY: the caches came from matching this archetype; the caller holds the
+                // query's access; batches cover disjoint rows, so items on different threads
+                // never alias; components are `Send + Sync`.
+                batch.pending = unsafe {
+                    let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+                    let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
+                    run_rows::<D, F>(&mut data, &mut filter, batch.rows.clone(), marks, &mut &f)
+                };
+            });
+        }));
+        // Every task has finished, also when one panicked (rayon joins before it rethrows):
+        // the pending marks are made here, by this thread alone, and a batch that finished
+        // wrote every one of its rows, so none of them may go unmarked.
+        // SAFETY: forwarded contract; no item is live any more.
+        unsafe { self.mark_pending(archetypes, &batches, ticks) };
+        if let Err(panic) = run {
+            panic::resume_unwind(panic);
+        }
     }
+
+    /// Marks the batches `run_rows` left pending: with one floor per archetype whose batches
+    /// all are, and by filling the rows of the others.
+    ///
+    /// # Safety
+    /// As for [`par_for_each_unchecked`](Self::par_for_each_unchecked), with no item of these
+    /// rows live and no other thread working on them; `batches` are grouped by archetype, in
+    /// row order, and cover each of their archetypes.
+    unsafe fn mark_pending(&self, archetypes: &[Archetype], batches: &[Batch], ticks: RunTicks) {
+        for group in batches.chunk_by(|a, b| a.index == b.index) {
+            if !group.iter().any(|batch| batch.pending) {
+                continue;
+            }
+            let matched = &self.matched[group[0].index];
+            let archetype = &archetypes[matched.archetype.index()];
+            // SAFETY: the caller's contract; the rows are live, ours, and no item of them
+            // exists. When every batch of the archetype is pending, every row was written and
+            // no other thread is at work, so the floor may be set.
+            unsafe {
+                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+                if group.iter().all(|batch| batch.pending) {
+                    D::mark_rows(&mut data, 0..archetype.len(), true);
+                } else {
+                    for batch in group.iter().filter(|batch| batch.pending) {
+                        D::mark_rows(&mut data, batch.rows.clone(), false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Rows `rows` of the `index`th matched archetype, and whether their marks are still to be
+/// made ([`Marks::Defer`]).
+struct Batch {
+    index: usize,
+    rows: Range<usize>,
+    pending: bool,
 }
