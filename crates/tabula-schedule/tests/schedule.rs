@@ -4,7 +4,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use tabula_core::{Changed, Entity, With, Without, World};
 use tabula_schedule::prelude::*;
-use tabula_schedule::{ScheduleBuildError, System};
+use tabula_schedule::{IntoSystem, ScheduleBuildError, System};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Position(f32);
@@ -525,4 +525,57 @@ mod deferred {
             "dropped after two updates"
         );
     }
+}
+
+// --- A query that writes what its tick filter watches ----------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Watched(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Other(u32);
+
+/// `Query<&mut T, Changed<T>>` through every way a system reaches its items.
+fn bump_changed(mut q: Query<&mut Watched, Changed<Watched>>, all: Query<Entity>) {
+    let entities: Vec<Entity> = all.iter().collect();
+    let n = q.count();
+    {
+        let mut items: Vec<_> = q.iter_mut().collect();
+        for item in items.iter_mut() {
+            item.0 += 1;
+        }
+        assert_eq!(items.len(), n);
+    }
+    if let [a, b, ..] = entities[..]
+        && let Ok([mut a, mut b]) = q.get_many_mut([a, b])
+    {
+        a.0 += 1;
+        b.0 += 1;
+    }
+    let _ = q.single_mut().map(|mut s| s.0 += 1);
+    q.for_each(|mut w| w.0 += 1);
+}
+
+fn read_changed(q: Query<&Other, Changed<Watched>>) {
+    let _ = q.iter().count();
+}
+
+#[test]
+fn a_system_may_write_what_its_tick_filter_watches() {
+    for kind in [ExecutorKind::SingleThreaded, ExecutorKind::Parallel] {
+        let mut world = World::new();
+        world.spawn_batch((0..6u32).map(|i| (Watched(i), Other(i))));
+        let mut schedule = Schedule::new();
+        schedule.set_executor(kind);
+        schedule.add_systems((bump_changed, read_changed));
+        for _ in 0..3 {
+            schedule.run(&mut world);
+        }
+    }
+    // The reader's filter reads what the writer writes, so they are ordered, not parallel.
+    let mut world = World::new();
+    let mut writer = IntoSystem::into_system(bump_changed);
+    let mut reader = IntoSystem::into_system(read_changed);
+    writer.initialize(&mut world);
+    reader.initialize(&mut world);
+    assert!(writer.access().conflicts_with(reader.access()));
 }

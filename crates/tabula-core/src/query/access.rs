@@ -152,6 +152,10 @@ impl Access {
     /// conflicts within one query: the filter reads a row's ticks before that row's item
     /// exists, so `(&mut T, Changed<T>)` is fine, as in bevy. For the scheduler a write of
     /// `id` already covers the read, so nothing is recorded then.
+    ///
+    /// Call it after the data terms' [`add_write`](Self::add_write)s (as `QueryState` does:
+    /// data first, then filters): a write added after a filter's read is refused, which is
+    /// safe but needlessly strict.
     pub fn add_filter_read(&mut self, id: ComponentId) {
         if !self.writes.contains(id) {
             self.reads.insert(id);

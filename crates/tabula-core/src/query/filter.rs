@@ -132,7 +132,11 @@ macro_rules! tick_filter {
                 // SAFETY: `cache` came from matching this archetype (the caller's
                 // contract), and matching returns only indices of its table's columns.
                 let column = unsafe { archetype.table.column_unchecked(column) };
-                // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
+                // SAFETY: the caller holds a read of `T`, or the query's own write of `T`; a
+                // query writes the floor only from a whole-archetype `for_each` pass or
+                // `for_each_chunk`, and neither runs with this filter (it is not archetypal,
+                // so those loops take the per-row path or do not accept it). The floor is
+                // copied here, by value.
                 let floor = unsafe { column.changed_floor(run.this_run) };
                 TickFetch {
                     ticks: column.$base(),
@@ -151,8 +155,11 @@ macro_rules! tick_filter {
                 if fetch.all {
                     return true;
                 }
-                // SAFETY: `row` is live (the caller's contract); ticks are only written by
-                // holders of a write to `T`, which conflicts with this read.
+                // SAFETY: `row` is live (the caller's contract). Other systems' writes to `T`
+                // conflict with this read; the query's own `&mut T` items write ticks of rows
+                // already filtered (every loop filters a row before fetching it, and
+                // `get_many_mut` checks its distinct rows first), never of this one, and the
+                // read goes through a raw pointer.
                 let tick = unsafe { *fetch.ticks.add(row) };
                 tick.is_newer_than(fetch.run.last_run, fetch.run.this_run)
             }

@@ -349,8 +349,9 @@ impl Column {
     /// can always be compared.
     ///
     /// # Safety
-    /// Nothing writes this column's ticks meanwhile (the caller holds a read or write access to
-    /// the column).
+    /// Nothing writes this column's floor meanwhile: the caller holds a read or write access to
+    /// the column, and is not running beside a whole-archetype pass of its own query (row
+    /// ticks written by other threads do not matter; only the floor cell is read).
     #[inline]
     pub(crate) unsafe fn changed_floor(&self, now: Tick) -> Tick {
         // SAFETY: no concurrent write (the caller's contract).

@@ -96,7 +96,9 @@ where
                 };
                 let entity = world.entities.alloc(location);
                 // SAFETY: there is room, so `push_uninit` returns `row` without growing, and
-                // `write_at` fills every column of it at once, only moving values.
+                // `write_at` fills every column of it at once, only moving values: a spawn
+                // edge starts at the empty archetype, so the bundle's columns are all of the
+                // target's columns.
                 unsafe {
                     table.push_uninit(entity);
                     bundle.write_at(columns, row, tick);
