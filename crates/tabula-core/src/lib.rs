@@ -77,4 +77,4 @@ pub use query::{
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use resource::ResourceError;
-pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, View, World, WorldId};
+pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId};

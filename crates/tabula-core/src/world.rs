@@ -33,7 +33,7 @@ use crate::resource::Resources;
 pub use entity_ref::{EntityMut, EntityRef};
 pub use spawn_batch::SpawnBatch;
 pub use unsafe_cell::UnsafeWorldCell;
-pub use view::View;
+pub use view::{View, ViewMut};
 
 /// The change tick through exclusive access: no atomic operation needed.
 #[inline]

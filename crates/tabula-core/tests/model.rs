@@ -684,7 +684,15 @@ fn remove_one<T: ModelComponent>(world: &mut World, model: &mut Model, entity: E
 fn overwrite<T: ModelComponent>(world: &mut World, model: &mut Model, g: &mut Gen, entity: Entity) {
     let component = T::generate(g);
     let value = component.value();
-    match (world.get_mut::<T>(entity), model.live.get_mut(&entity)) {
+    // Half the time through a `ViewMut`, which must behave exactly like `get_mut`.
+    let mut view;
+    let slot = if g.rng.chance(50) {
+        world.get_mut::<T>(entity)
+    } else {
+        view = world.view_mut::<T>();
+        view.get_mut(entity)
+    };
+    match (slot, model.live.get_mut(&entity)) {
         (Ok(mut slot), Some(row)) if row[T::KIND].is_some() => {
             *slot = component;
             row[T::KIND] = Some(value);

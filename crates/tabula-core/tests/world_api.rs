@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tabula_core::{ArchetypeId, Entity, EntityError, World};
+use tabula_core::{ArchetypeId, Changed, Entity, EntityError, World};
 
 #[derive(Debug, PartialEq, Clone, Copy)]
 struct Position(f32, f32);
@@ -695,6 +695,45 @@ fn view_finds_what_get_finds() {
     drop(view);
     assert_eq!(health, &Health(10));
     assert!(World::new().view::<Health>().get(plain[0]).is_err());
+}
+
+#[test]
+fn view_mut_writes_and_marks_what_get_mut_would() {
+    let mut world = World::new();
+    let plain: Vec<Entity> = (0..4u32).map(|i| world.spawn((Health(i),))).collect();
+    let moving = world.spawn((Health(10), Velocity(1.0, 0.0)));
+    let bare = world.spawn((Velocity(2.0, 0.0),));
+    let dead = world.spawn((Health(99),));
+    world.despawn(dead).unwrap();
+    let mut changed = world.query_filtered::<Entity, Changed<Health>>();
+    assert_eq!(changed.iter(&world).count(), 5);
+    world.clear_trackers();
+
+    let mut view = world.view_mut::<Health>();
+    assert_eq!(view.get(plain[1]), Ok(&Health(1)));
+    assert_eq!(view.get_mut(dead).err(), Some(EntityError::NoSuchEntity(dead)));
+    assert_eq!(
+        view.get_mut(bare).err(),
+        Some(EntityError::MissingComponent {
+            entity: bare,
+            component: type_name::<Health>()
+        })
+    );
+    assert!(view.contains(moving) && !view.contains(bare));
+    // Read through `Mut` only: not a change.
+    let read = view.get_mut(plain[0]).unwrap();
+    assert!(!read.is_changed() && !read.is_added());
+    assert_eq!(read.0, 0);
+    view.get_mut(plain[2]).unwrap().0 += 20;
+    view.get_mut(moving).unwrap().0 += 20;
+    assert_eq!(view.get(moving), Ok(&Health(30)));
+
+    let mut seen: Vec<Entity> = changed.iter(&world).collect();
+    seen.sort();
+    assert_eq!(seen, vec![plain[2], moving]);
+    assert_eq!(world.get::<Health>(plain[2]), Ok(&Health(22)));
+    assert!(world.get_mut::<Health>(plain[2]).unwrap().is_changed());
+    assert!(!world.get_mut::<Health>(plain[3]).unwrap().is_changed());
 }
 
 #[test]

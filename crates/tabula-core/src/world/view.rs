@@ -1,4 +1,5 @@
-//! A borrowed view of one component type, for many random lookups.
+//! Borrowed views of one component type, for many random lookups: [`View`] reads,
+//! [`ViewMut`] also writes.
 //!
 //! [`World::get`] finds the component's column afresh on every call: the entity's archetype,
 //! then the column of `T` in it (a `TypeId` comparison), then the column's base pointer. A
@@ -7,12 +8,15 @@
 //! while the view lives, so no table can grow or move underneath it.
 
 use std::any::TypeId;
+use std::marker::PhantomData;
 
+use crate::change::{Mut, Tick};
 use crate::component::Component;
 use crate::entity::{Entity, Locations};
 use crate::error::EntityError;
+use crate::query::RunTicks;
 
-use super::{World, missing};
+use super::{World, missing, tick_now};
 
 /// Shared access to every entity's `T`, resolved once per archetype: the fast way to look up
 /// one component of many entities in no particular order (following `Parent` links, targets
@@ -124,5 +128,145 @@ impl<'w, T: Component> View<'w, T> {
     #[inline]
     pub fn contains(&self, entity: Entity) -> bool {
         self.get(entity).is_ok()
+    }
+}
+
+/// Mutable access to every entity's `T`, resolved once per archetype: [`View`] for writing,
+/// as [`World::get_mut`] is for [`World::get`]. Writing through the [`Mut`] it hands out
+/// marks the component changed, exactly as `get_mut` does.
+///
+/// Made by [`World::view_mut`]. One item at a time: [`get_mut`](Self::get_mut) borrows the
+/// view, so two items never alias.
+///
+/// ```
+/// use tabula_core::{EntityError, World};
+///
+/// struct Health(u32);
+/// struct Target(tabula_core::Entity);
+///
+/// let mut world = World::new();
+/// let enemy = world.spawn((Health(10),));
+/// let turret = world.spawn((Health(5), Target(enemy)));
+///
+/// let target = world.get::<Target>(turret)?.0;
+/// let mut health = world.view_mut::<Health>();
+/// health.get_mut(target)?.0 -= 3;
+/// assert_eq!(health.get(enemy)?.0, 7);
+/// # Ok::<(), EntityError>(())
+/// ```
+///
+/// ```compile_fail
+/// let mut world = tabula_core::World::new();
+/// let a = world.spawn((1u32,));
+/// let mut view = world.view_mut::<u32>();
+/// let first = view.get_mut(a).unwrap();
+/// let second = view.get_mut(a).unwrap(); // error: `view` is already borrowed by `first`
+/// drop((first, second));
+/// ```
+pub struct ViewMut<'w, T: Component> {
+    locations: Locations<'w>,
+    /// `columns[a]` points at archetype `a`'s column of `T`, or is `None` when it has none.
+    columns: Box<[Option<ColumnPtrs<T>>]>,
+    ticks: RunTicks,
+    /// The world is borrowed exclusively for `'w`.
+    _world: PhantomData<&'w mut World>,
+}
+
+/// One archetype's column of `T` as raw pointers, with its changed floor at view time.
+struct ColumnPtrs<T> {
+    values: *mut T,
+    added: *const Tick,
+    changed: *mut Tick,
+    floor: Tick,
+}
+
+impl World {
+    /// A [`ViewMut`] of every entity's `T`, for many lookups and writes while the world is
+    /// borrowed.
+    pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
+        let ticks = RunTicks {
+            last_run: self.last_change_tick,
+            this_run: tick_now(&mut self.change_tick),
+        };
+        let type_id = TypeId::of::<T>();
+        let columns = self
+            .archetypes
+            .archetypes
+            .iter()
+            .map(|archetype| {
+                let column = archetype.table.column(archetype.column_of_type(type_id)?);
+                Some(ColumnPtrs {
+                    values: column.data_ptr().cast::<T>(),
+                    added: column.added_base(),
+                    changed: column.changed_base(),
+                    // SAFETY: `&mut self`: nothing else reads or writes the column.
+                    floor: unsafe { column.changed_floor(ticks.this_run) },
+                })
+            })
+            .collect();
+        ViewMut {
+            locations: self.entities.locations(),
+            columns,
+            ticks,
+            _world: PhantomData,
+        }
+    }
+}
+
+impl<T: Component> ViewMut<'_, T> {
+    /// The column and row of `entity`'s `T`.
+    #[inline]
+    fn find(&self, entity: Entity) -> Result<(&ColumnPtrs<T>, usize), EntityError> {
+        let location = self
+            .locations
+            .get(entity)
+            .ok_or(EntityError::NoSuchEntity(entity))?;
+        // SAFETY: a live entity's location names an archetype of the world, and the view has
+        // one entry per archetype: none can be added while the world is borrowed.
+        match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
+            Some(column) => Ok((column, location.row as usize)),
+            None => Err(missing::<T>(entity)),
+        }
+    }
+
+    /// `entity`'s `T`, read through the view.
+    ///
+    /// # Errors
+    /// As for [`World::get`].
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Result<&T, EntityError> {
+        let (column, row) = self.find(entity)?;
+        // SAFETY: the column stores `T` (found by its `TypeId`), `row` is live (locations are
+        // exact, and the world cannot change while borrowed), and `&self` rules out any
+        // `Mut` from this view meanwhile.
+        Ok(unsafe { &*column.values.add(row) })
+    }
+
+    /// `entity`'s `T` for writing; writing through it marks the component changed.
+    ///
+    /// # Errors
+    /// As for [`World::get_mut`].
+    #[inline]
+    pub fn get_mut(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        let ticks = self.ticks;
+        let (column, row) = self.find(entity)?;
+        // SAFETY: as in `get`; `&mut self` makes this the only item of the view, the world is
+        // borrowed exclusively by the view, and the value and the two ticks are disjoint
+        // memory (value buffer, `added` and `changed` arrays).
+        unsafe {
+            Ok(Mut::new(
+                &mut *column.values.add(row),
+                *column.added.add(row),
+                &mut *column.changed.add(row),
+                column.floor,
+                ticks,
+            ))
+        }
+    }
+
+    /// True when `entity` is alive and has a `T`.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.find(entity).is_ok()
     }
 }
