@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 
 use crate::component::{ComponentId, Components, TypeIdHasher};
 use crate::entity::Entity;
+use crate::storage::TYPED_SLOTS;
 use crate::storage::Table;
 
 pub(crate) use edges::{BundleId, Edges, InsertEdge, RemoveEdge};
@@ -66,12 +67,14 @@ impl Archetype {
         for &(type_id, column) in by_type.iter() {
             overflowed |= place(&mut slots, TypeSlot { type_id, column }).is_err();
         }
+        let mut table = Table::new(infos.clone());
+        table.index_slots(slots.map(|slot| slot.column));
         Self {
             slots,
             overflowed,
             id,
-            names: infos.clone().map(|info| info.name()).collect(),
-            table: Table::new(infos),
+            names: infos.map(|info| info.name()).collect(),
+            table,
             components,
             by_type,
             edges: Edges::default(),
@@ -144,6 +147,26 @@ impl Archetype {
         }
     }
 
+    /// The value array of the column storing the component with this Rust type: what
+    /// [`column_of_type`](Self::column_of_type) finds, without going through the column (the
+    /// table keeps each slot's array at hand).
+    #[inline]
+    pub(crate) fn values_of_type(&self, type_id: TypeId) -> Option<*mut u8> {
+        let [first, second] = slots_of(type_id);
+        if self.slots[first].type_id == type_id {
+            return Some(self.table.slot_values(first));
+        }
+        if self.slots[second].type_id == type_id {
+            return Some(self.table.slot_values(second));
+        }
+        if self.overflowed {
+            self.search_type(type_id)
+                .map(|column| self.table.column(column).data_ptr())
+        } else {
+            None
+        }
+    }
+
     /// [`column_of_type`](Self::column_of_type) by searching `by_type`. Inlined although it
     /// is rare, so that the compiler sees a lookup never writes memory and can keep loop
     /// invariants of the caller (as in a loop of `World::get`) in registers.
@@ -168,7 +191,7 @@ impl std::fmt::Debug for Archetype {
 
 /// How many `TypeId` slots an archetype has (a power of two). With two choices per type, up
 /// to about half of them fill without any type left over.
-const SLOTS: usize = 32;
+const SLOTS: usize = TYPED_SLOTS;
 
 /// How many evictions [`place`] tries before it gives up on a type.
 const MAX_EVICTIONS: usize = 2 * SLOTS;

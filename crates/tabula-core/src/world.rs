@@ -320,17 +320,14 @@ impl World {
         location: EntityLocation,
     ) -> Result<&T, EntityError> {
         let archetype = self.archetype_at(location);
-        let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
+        let Some(values) = archetype.values_of_type(TypeId::of::<T>()) else {
             return Err(missing::<T>(entity));
         };
-        // SAFETY: `column_of_type` only returns indices of this table's columns; that column
-        // was found by `T`'s `TypeId`, so it stores `T`; `location.row` is a live row
-        // (locations are kept exact), so the typed offset stays inside the buffer; `&self`
-        // rules out any `&mut` to it.
-        Ok(unsafe {
-            let column = archetype.table.column_unchecked(column);
-            &*column.data_ptr().cast::<T>().add(location.row as usize)
-        })
+        // SAFETY: `values_of_type` returns the current value array of the column found by
+        // `T`'s `TypeId` (the table refreshes its slot pointers whenever its block moves), so
+        // it stores `T`; `location.row` is a live row (locations are kept exact), so the typed
+        // offset stays inside the array; `&self` rules out any `&mut` to it.
+        Ok(unsafe { &*values.cast::<T>().add(location.row as usize) })
     }
 
     /// Mutable access to `entity`'s `T`; writing through it marks the component changed.

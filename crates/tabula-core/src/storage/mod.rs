@@ -10,4 +10,4 @@ mod column;
 mod table;
 
 pub(crate) use column::Column;
-pub(crate) use table::{NO_COLUMN, Table};
+pub(crate) use table::{NO_COLUMN, TYPED_SLOTS, Table};

@@ -30,7 +30,17 @@ pub struct Table {
     capacity: usize,
     block: NonNull<u8>,
     block_layout: Layout,
+    /// For each of the archetype's `TypeId` slots, the column it names (`u32::MAX` for a
+    /// vacant slot)...
+    slot_columns: [u32; TYPED_SLOTS],
+    /// ...and that column's value array, refreshed whenever the block moves, so that a typed
+    /// lookup (`World::get`) reads the array next to the slot instead of through the column.
+    slot_values: [*mut u8; TYPED_SLOTS],
 }
+
+/// How many `TypeId` slots an archetype has (a power of two); the table keeps a value
+/// pointer for each.
+pub(crate) const TYPED_SLOTS: usize = 32;
 
 // SAFETY: the block is owned by the table alone, like a `Vec`'s buffer; the columns in it are
 // `Send + Sync` (see `Column`).
@@ -47,7 +57,38 @@ impl Table {
             capacity: 0,
             block: NonNull::dangling(),
             block_layout: Layout::new::<()>(),
+            slot_columns: [u32::MAX; TYPED_SLOTS],
+            slot_values: [std::ptr::null_mut(); TYPED_SLOTS],
         }
+    }
+
+    /// Records which column each typed slot names (`u32::MAX`: none), for
+    /// [`slot_values`](Self::slot_values).
+    pub(crate) fn index_slots(&mut self, columns: [u32; TYPED_SLOTS]) {
+        assert!(
+            columns
+                .iter()
+                .all(|&c| c == u32::MAX || (c as usize) < self.columns.len()),
+            "a typed slot names a column the table does not have"
+        );
+        self.slot_columns = columns;
+        self.refresh_slots();
+    }
+
+    /// Re-reads the value array of every indexed slot's column.
+    fn refresh_slots(&mut self) {
+        for (values, &column) in self.slot_values.iter_mut().zip(&self.slot_columns) {
+            if column != u32::MAX {
+                *values = self.columns[column as usize].data_ptr();
+            }
+        }
+    }
+
+    /// The value array of the column that typed slot `slot` names (see
+    /// [`index_slots`](Self::index_slots)); null for a slot that names none.
+    #[inline]
+    pub(crate) fn slot_values(&self, slot: usize) -> *mut u8 {
+        self.slot_values[slot]
     }
 
     #[inline]
@@ -170,6 +211,8 @@ impl Table {
         self.block = block;
         self.block_layout = layout;
         self.capacity = new_cap;
+        // The value arrays moved.
+        self.refresh_slots();
     }
 
     /// The block layout for `capacity` rows, and where each column's arrays sit in it.
