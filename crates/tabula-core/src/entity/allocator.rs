@@ -63,6 +63,17 @@ impl Locations<'_> {
             None
         }
     }
+
+    /// `entity`'s row when it is alive and stored in `archetype`: one comparison covers both
+    /// (the slot's `placed` and archetype fields are adjacent, and compared together).
+    #[inline]
+    pub(crate) fn row_in(self, entity: Entity, archetype: ArchetypeId) -> Option<u32> {
+        let meta = self.0.get(entity.index() as usize)?;
+        let key =
+            |placed: u32, archetype: ArchetypeId| u64::from(placed) | ((archetype.index() as u64) << 32);
+        (key(meta.placed, meta.location.archetype) == key(entity.generation(), archetype))
+            .then_some(meta.location.row)
+    }
 }
 
 /// Hands out [`Entity`] ids and records where each live entity is stored.

@@ -10,6 +10,7 @@
 use std::any::TypeId;
 use std::marker::PhantomData;
 
+use crate::archetype::ArchetypeId;
 use crate::change::{Mut, Tick};
 use crate::component::Component;
 use crate::entity::{Entity, Locations};
@@ -56,10 +57,11 @@ pub struct View<'w, T: Component> {
     locations: Locations<'w>,
     /// `columns[a]` holds archetype `a`'s rows of `T`, or is `None` when it has no `T`.
     columns: Box<[Option<&'w [T]>]>,
-    /// The archetype with the most rows of `T` (`usize::MAX` when none has any) and its rows:
-    /// a lookup there compares the archetype instead of loading its column from `columns`,
-    /// which keeps one load off the chain of dependent loads each lookup is.
-    hot: (usize, &'w [T]),
+    /// The archetype with the most rows of `T` (`ArchetypeId::NONE` when none has any) and
+    /// its rows: a lookup there compares the archetype together with the generation instead
+    /// of loading its column from `columns`, which keeps one load off the chain of dependent
+    /// loads each lookup is.
+    hot: (ArchetypeId, &'w [T]),
 }
 
 impl World {
@@ -88,7 +90,9 @@ impl World {
         let hot = (columns.iter().enumerate())
             .filter_map(|(archetype, column)| Some((archetype, (*column)?)))
             .max_by_key(|(_, column)| column.len())
-            .unwrap_or((usize::MAX, &[]));
+            .map_or((ArchetypeId::NONE, &[][..]), |(archetype, column)| {
+                (self.archetypes.archetypes[archetype].id(), column)
+            });
         View {
             locations: self.entities.locations(),
             columns,
@@ -105,23 +109,27 @@ impl<'w, T: Component> View<'w, T> {
     /// [`EntityError::MissingComponent`] when it has no `T`.
     #[inline]
     pub fn get(&self, entity: Entity) -> Result<&'w T, EntityError> {
+        if let Some(row) = self.locations.row_in(entity, self.hot.0) {
+            // SAFETY: locations are exact, so the row is one of the hot archetype's rows.
+            return Ok(unsafe { self.hot.1.get_unchecked(row as usize) });
+        }
+        self.get_elsewhere(entity)
+    }
+
+    /// [`get`](Self::get) for an entity outside the hot archetype (or not alive).
+    #[inline(never)]
+    fn get_elsewhere(&self, entity: Entity) -> Result<&'w T, EntityError> {
         let location = self
             .locations
             .get(entity)
             .ok_or(EntityError::NoSuchEntity(entity))?;
-        let archetype = location.archetype.index();
-        let column = if archetype == self.hot.0 {
-            self.hot.1
-        } else {
-            // SAFETY: a live entity's location names an archetype of the world, and the view
-            // has one entry per archetype: none can be added while the world is borrowed.
-            match unsafe { self.columns.get_unchecked(archetype) } {
-                Some(column) => column,
-                None => return Err(missing::<T>(entity)),
-            }
-        };
-        // SAFETY: locations are exact, so the row is one of the table's `len` rows.
-        Ok(unsafe { column.get_unchecked(location.row as usize) })
+        // SAFETY: a live entity's location names an archetype of the world, and the view has
+        // one entry per archetype: none can be added while the world is borrowed.
+        match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
+            // SAFETY: locations are exact, so the row is one of the table's `len` rows.
+            Some(column) => Ok(unsafe { column.get_unchecked(location.row as usize) }),
+            None => Err(missing::<T>(entity)),
+        }
     }
 
     /// True when `entity` is alive and has a `T`.
