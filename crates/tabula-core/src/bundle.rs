@@ -5,7 +5,7 @@
 //! and writes the fields straight into the destination columns with typed stores — no
 //! per-component dispatch on the hot path.
 
-use std::any::{TypeId, type_name};
+use std::any::{Any, TypeId, type_name};
 
 use crate::archetype::BundleId;
 use crate::change::Tick;
@@ -118,6 +118,13 @@ pub(crate) mod sealed {
         /// Called right after `move_row`, with `columns[i]` an unmapped column of `table`
         /// storing field `i`'s type; each removed value is read exactly once.
         unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self;
+
+        /// Whether some field is of type `type_id`. For a `TypeId::of` constant this folds to
+        /// a constant once inlined.
+        fn has_type(type_id: TypeId) -> bool;
+
+        /// The field of type `T`, if there is one.
+        fn field<T: 'static>(&self) -> Option<&T>;
     }
 }
 
@@ -210,6 +217,20 @@ macro_rules! tuple_bundle {
         impl<$($name: Component),*> sealed::BundleStorage for ($($name,)*) {
             fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>) {
                 $( out.push(components.register::<$name>()); )*
+            }
+
+            #[inline]
+            fn has_type(type_id: TypeId) -> bool {
+                false $(|| TypeId::of::<$name>() == type_id)*
+            }
+
+            fn field<T: 'static>(&self) -> Option<&T> {
+                $(
+                    if let Some(field) = (&self.$index as &dyn Any).downcast_ref::<T>() {
+                        return Some(field);
+                    }
+                )*
+                None
             }
 
             #[inline]

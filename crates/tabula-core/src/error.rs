@@ -18,6 +18,14 @@ pub enum EntityError {
     },
     /// `spawn_at` was given an entity that already has components.
     AlreadySpawned(Entity),
+    /// An insert was given a [`Parent`](crate::Parent) or [`Children`](crate::Children),
+    /// which change only through the world's hierarchy methods.
+    HierarchyComponent {
+        /// The entity.
+        entity: Entity,
+        /// `"Parent"` or `"Children"`.
+        component: &'static str,
+    },
 }
 
 impl fmt::Display for EntityError {
@@ -35,6 +43,12 @@ impl fmt::Display for EntityError {
                     "entity {entity:?} already has components; spawn_at needs a reserved, empty entity"
                 )
             }
+            Self::HierarchyComponent { entity, component } => write!(
+                f,
+                "cannot insert `{component}` on entity {entity:?}: the hierarchy changes only \
+                 through World::set_parent, remove_parent and despawn_recursive (or the matching \
+                 commands), which keep Parent and Children in step"
+            ),
         }
     }
 }

@@ -12,8 +12,13 @@
 //!   parent's `Children`, and the children of a despawned parent become roots. For entities
 //!   with neither component this costs one check of the archetype's component set.
 //!
-//! Removing either component by hand (`World::remove`) bypasses this bookkeeping and leaves
-//! the other side dangling; use the methods above.
+//! * [`World::remove`] of either component keeps the relation too: a removed `Parent`
+//!   leaves its parent's `Children`, and the children of a removed `Children` become roots.
+//!
+//! Inserting or spawning either component (a value copied from another entity) is refused:
+//! `insert` returns [`EntityError::HierarchyComponent`], and `spawn` panics, since that is a
+//! mistake in the calling code. Swapping the values of two entities through `get_mut` is the
+//! one way left to break the relation by hand; don't.
 //!
 //! An entity with no children has no `Children` component (an emptied list is removed), so
 //! `With<Children>` means "has at least one child".
@@ -35,9 +40,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::any::{TypeId, type_name};
 use std::fmt;
 use std::ops::Deref;
 
+use crate::bundle::Bundle;
 use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::world::World;
@@ -139,6 +146,35 @@ impl std::error::Error for HierarchyError {
     }
 }
 
+/// True when bundle `B` holds a [`Parent`] or [`Children`]; a constant once inlined.
+#[inline(always)]
+pub(crate) fn in_hierarchy<B: Bundle>() -> bool {
+    B::has_type(TypeId::of::<Parent>()) || B::has_type(TypeId::of::<Children>())
+}
+
+/// The error for inserting bundle `B` (which holds `Parent` or `Children`) on `entity`.
+#[cold]
+pub(crate) fn hierarchy_refused<B: Bundle>(entity: Entity) -> EntityError {
+    let component = if B::has_type(TypeId::of::<Parent>()) {
+        "Parent"
+    } else {
+        "Children"
+    };
+    EntityError::HierarchyComponent { entity, component }
+}
+
+/// Panics for a spawn of bundle `B`, which holds `Parent` or `Children`.
+#[cold]
+#[track_caller]
+pub(crate) fn hierarchy_spawn_refused<B: Bundle>() -> ! {
+    panic!(
+        "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
+         World::set_parent and the other hierarchy methods; spawn the entity without it, then \
+         call set_parent",
+        type_name::<B>()
+    )
+}
+
 impl World {
     /// Makes `child` a child of `parent`, removing it from its old parent's [`Children`]
     /// first. Setting the parent it already has changes nothing.
@@ -170,11 +206,11 @@ impl World {
             self.remove_from_children(old, child);
         }
         // Both entities are alive (checked above), so neither insert can fail.
-        self.insert(child, (Parent(parent),))?;
+        self.insert_raw(child, (Parent(parent),))?;
         if let Ok(mut children) = self.get_mut::<Children>(parent) {
             children.0.push(child);
         } else {
-            self.insert(parent, (Children(vec![child]),))?;
+            self.insert_raw(parent, (Children(vec![child]),))?;
         }
         Ok(())
     }
@@ -184,9 +220,8 @@ impl World {
     pub fn remove_parent(&mut self, child: Entity) -> Result<(), EntityError> {
         self.flush();
         self.location(child)?;
-        if let Ok((Parent(parent),)) = self.remove::<(Parent,)>(child) {
-            self.remove_from_children(parent, child);
-        }
+        // `remove` also takes `child` out of its parent's `Children`.
+        let _ = self.remove::<(Parent,)>(child);
         Ok(())
     }
 
@@ -268,9 +303,32 @@ impl World {
             Ok(mut children) => std::mem::take(&mut children.0),
             Err(_) => return,
         };
-        for child in children {
+        self.orphan(entity, &children);
+    }
+
+    /// The bookkeeping of a [`World::remove`] whose bundle held a [`Parent`] or [`Children`]
+    /// (given here, taken off `entity` already): the other side of each link is cut.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn detach_removed(
+        &mut self,
+        entity: Entity,
+        parent: Option<Parent>,
+        children: Option<&Children>,
+    ) {
+        if let Some(Parent(parent)) = parent {
+            self.remove_from_children(parent, entity);
+        }
+        if let Some(children) = children {
+            self.orphan(entity, &children.0);
+        }
+    }
+
+    /// Takes the `Parent` off each of `children` that names `entity`: they become roots.
+    fn orphan(&mut self, entity: Entity, children: &[Entity]) {
+        for &child in children {
             if self.get::<Parent>(child).is_ok_and(|p| p.0 == entity) {
-                let _ = self.remove::<(Parent,)>(child);
+                let _ = self.remove_raw::<(Parent,)>(child);
             }
         }
     }
@@ -279,7 +337,8 @@ impl World {
     fn is_ancestor_or_self(&self, ancestor: Entity, entity: Entity) -> bool {
         let mut current = entity;
         // The relation is acyclic, so the walk ends at a root; the bound guards against a
-        // hierarchy broken by hand (a `Parent` value copied over another), reported as a cycle.
+        // hierarchy broken by hand (`Parent` values swapped through `get_mut`), reported as a
+        // cycle.
         for _ in 0..=self.len() {
             if current == ancestor {
                 return true;
@@ -307,7 +366,7 @@ impl World {
         };
         children.0.remove(index);
         if children.0.is_empty() {
-            let _ = self.remove::<(Children,)>(parent);
+            let _ = self.remove_raw::<(Children,)>(parent);
         }
     }
 }
@@ -370,6 +429,131 @@ mod tests {
                 .to_string()
                 .contains("its own parent")
         );
+    }
+
+    /// Every `Parent` is listed by its parent's `Children`, and every listed child points back.
+    fn assert_consistent(world: &mut World) {
+        let mut parents = world.query::<(Entity, &Parent)>();
+        for (child, parent) in parents.iter(world) {
+            let listed = world.children(parent.get()).unwrap();
+            assert!(
+                listed.contains(&child),
+                "{child:?} not listed by {:?}",
+                parent.get()
+            );
+        }
+        let mut lists = world.query::<(Entity, &Children)>();
+        for (parent, children) in lists.iter(world) {
+            assert!(!children.is_empty(), "{parent:?} keeps an empty Children");
+            for &child in children {
+                assert_eq!(world.parent(child), Ok(Some(parent)), "{child:?} of {parent:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn removing_parent_by_hand_leaves_the_parents_children() {
+        let mut world = World::new();
+        let parent = world.spawn(());
+        let [a, b] = [(); 2].map(|()| world.spawn(()));
+        world.set_parent(a, parent).unwrap();
+        world.set_parent(b, parent).unwrap();
+        assert_eq!(world.remove::<(Parent,)>(a), Ok((Parent(parent),)));
+        assert_eq!(world.children(parent), Ok(&[b][..]));
+        assert_consistent(&mut world);
+        // The detached child is no longer a descendant: it survives its old parent.
+        world.despawn_recursive(parent).unwrap();
+        assert!(world.contains(a) && !world.contains(b));
+        assert_consistent(&mut world);
+    }
+
+    #[test]
+    fn removing_children_by_hand_makes_them_roots() {
+        let mut world = World::new();
+        let parent = world.spawn((0u8,));
+        let [a, b] = [(); 2].map(|()| world.spawn(()));
+        world.set_parent(a, parent).unwrap();
+        world.set_parent(b, parent).unwrap();
+        let (children, _) = world.remove::<(Children, u8)>(parent).unwrap();
+        assert_eq!(&*children, &[a, b]);
+        assert_eq!(world.parent(a), Ok(None));
+        assert_eq!(world.parent(b), Ok(None));
+        assert_consistent(&mut world);
+        // A failed removal changes nothing.
+        world.set_parent(a, parent).unwrap();
+        assert!(world.remove::<(Children, u8)>(parent).is_err());
+        assert_eq!(world.parent(a), Ok(Some(parent)));
+        assert_consistent(&mut world);
+    }
+
+    #[test]
+    fn batch_removals_keep_the_hierarchy() {
+        let mut world = World::new();
+        let [root, x, y, z] = [(); 4].map(|()| world.spawn(()));
+        world.set_parent(x, root).unwrap();
+        world.set_parent(y, x).unwrap();
+        world.set_parent(z, y).unwrap();
+        // `x` and `y` each hold both; cutting `x`'s links must not fail `y`'s removal.
+        let removed = world.remove_batch::<(Parent, Children)>(&[x, y]).unwrap();
+        assert_eq!(removed.len(), 2);
+        assert_consistent(&mut world);
+        for e in [root, x, y, z] {
+            assert_eq!(world.parent(e), Ok(None));
+            assert_eq!(world.children(e), Ok(&[][..]));
+        }
+
+        // A batch that is a whole table in row order (the bulk path for other bundles).
+        let mut world = World::new();
+        let parent = world.spawn((0u8,));
+        let kids: Vec<Entity> = world.spawn_batch((0..3u16).map(|i| (i,))).collect();
+        for &kid in &kids {
+            world.set_parent(kid, parent).unwrap();
+        }
+        world.remove_batch::<(Parent,)>(&kids).unwrap();
+        assert!(!world.has::<Children>(parent));
+        assert_consistent(&mut world);
+    }
+
+    #[test]
+    fn inserting_a_copied_parent_or_children_is_refused() {
+        let mut world = World::new();
+        let parent = world.spawn(());
+        let child = world.spawn(());
+        let other = world.spawn((1u8,));
+        world.set_parent(child, parent).unwrap();
+        let copied = *world.get::<Parent>(child).unwrap();
+        assert_eq!(
+            world.insert(other, (2u8, copied)),
+            Err(EntityError::HierarchyComponent {
+                entity: other,
+                component: "Parent"
+            })
+        );
+        let list = world.get::<Children>(parent).unwrap().clone();
+        let error = world.insert(other, (list.clone(),)).unwrap_err();
+        assert!(error.to_string().contains("set_parent"), "{error}");
+        assert_eq!(
+            world.insert_batch([(other, (list,))]),
+            Err(EntityError::HierarchyComponent {
+                entity: other,
+                component: "Children"
+            })
+        );
+        // Nothing changed.
+        assert_eq!(world.get::<u8>(other), Ok(&1));
+        assert!(!world.has::<Parent>(other) && !world.has::<Children>(other));
+        assert_consistent(&mut world);
+    }
+
+    #[test]
+    #[should_panic(expected = "set_parent")]
+    fn spawning_a_copied_parent_panics() {
+        let mut world = World::new();
+        let parent = world.spawn(());
+        let child = world.spawn(());
+        world.set_parent(child, parent).unwrap();
+        let copied = *world.get::<Parent>(child).unwrap();
+        world.spawn_batch([(copied,)]).for_each(drop);
     }
 
     #[test]

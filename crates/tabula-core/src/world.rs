@@ -131,6 +131,12 @@ impl World {
     /// let e = world.spawn((1u8, 2.0f32));
     /// assert!(world.has::<u8>(e) && world.has::<f32>(e));
     /// ```
+    ///
+    /// # Panics
+    /// When `B` lists a component type twice, or holds a [`Parent`](crate::Parent) or
+    /// [`Children`](crate::Children) (spawn without it, then call
+    /// [`set_parent`](Self::set_parent)): mistakes in the calling code.
+    #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.flush();
         let edge = self.spawn_edge::<B>();
@@ -146,6 +152,10 @@ impl World {
     /// assert_eq!(world.len(), 100);
     /// assert_eq!(world.get::<u32>(ids[42]), Ok(&42));
     /// ```
+    ///
+    /// # Panics
+    /// As [`spawn`](Self::spawn), for the item type.
+    #[track_caller]
     pub fn spawn_batch<I>(&mut self, iter: I) -> SpawnBatch<'_, I::IntoIter>
     where
         I: IntoIterator,
@@ -155,7 +165,11 @@ impl World {
     }
 
     /// The edge from the empty archetype that a spawn of `B` follows.
+    #[track_caller]
     fn spawn_edge<B: Bundle>(&mut self) -> usize {
+        if crate::hierarchy::in_hierarchy::<B>() {
+            crate::hierarchy::hierarchy_spawn_refused::<B>();
+        }
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         self.archetypes
             .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles.infos[bundle])

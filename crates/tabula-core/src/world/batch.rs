@@ -14,6 +14,7 @@ use crate::archetype::{ArchetypeId, InsertEdge, pair_mut};
 use crate::bundle::Bundle;
 use crate::entity::{Entity, EntityLocation};
 use crate::error::EntityError;
+use crate::hierarchy::{hierarchy_refused, in_hierarchy};
 
 use super::{World, tick_now};
 
@@ -112,6 +113,11 @@ impl World {
     {
         self.flush();
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
+        if in_hierarchy::<B>()
+            && let Some(&(entity, _)) = batch.first()
+        {
+            return Err(hierarchy_refused::<B>(entity));
+        }
         let mut rows = BatchRows::new(0);
         let whole = match self.table_in_order(batch.iter().map(|&(entity, _)| entity)) {
             Some(source) => Some(source),
@@ -236,7 +242,10 @@ impl World {
     pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
         self.flush();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
-        if let Some(source) = self.table_in_order(entities.iter().copied()) {
+        // Removing `Parent` or `Children` has bookkeeping to do per entity: such batches take
+        // the one-entity path after the checks.
+        let in_hierarchy = in_hierarchy::<B>();
+        if !in_hierarchy && let Some(source) = self.table_in_order(entities.iter().copied()) {
             let edge = self
                 .archetypes
                 .remove_edge(&self.components, source, &self.bundles.infos[bundle]);
@@ -276,14 +285,25 @@ impl World {
             }
             rows.push(location, i == 0);
         }
-        if let Some(source) = rows.whole_table(self)
+        if !in_hierarchy
+            && let Some(source) = rows.whole_table(self)
             && let Some((_, edge)) = last
             && self.archetypes.remove_edges[edge].target != source
         {
             return Ok(self.remove_whole_table(source, edge, entities, &rows.rows));
         }
         // Checked above: none of these can fail.
-        entities.iter().map(|&entity| self.remove::<B>(entity)).collect()
+        let removed: Vec<B> = (entities.iter())
+            .map(|&entity| self.remove_raw::<B>(entity))
+            .collect::<Result<_, _>>()?;
+        if in_hierarchy {
+            // After every removal, so that cutting one entity's links cannot take a component
+            // another entity of the batch was checked to have.
+            for (&entity, bundle) in entities.iter().zip(&removed) {
+                self.detach_removed(entity, bundle.field().copied(), bundle.field());
+            }
+        }
+        Ok(removed)
     }
 
     /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.

@@ -121,10 +121,17 @@ impl<'w> EntityMut<'w> {
     }
 
     /// Adds (or replaces) the components of `bundle`.
+    ///
+    /// # Panics
+    /// For a bundle holding a [`Parent`](crate::Parent) or [`Children`](crate::Children),
+    /// which [`World::insert`] refuses; use [`World::set_parent`].
+    #[track_caller]
     pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
-        self.world
-            .insert(self.entity, bundle)
-            .expect("an EntityMut's entity stays alive until `despawn` consumes the view");
+        // The entity stays alive until `despawn` consumes the view, so the only error left
+        // is the hierarchy refusal.
+        if let Err(error) = self.world.insert(self.entity, bundle) {
+            panic!("{error}");
+        }
         self
     }
 

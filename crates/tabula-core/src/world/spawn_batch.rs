@@ -27,6 +27,7 @@ where
     I: Iterator,
     I::Item: Bundle,
 {
+    #[track_caller]
     pub(super) fn new(world: &'w mut World, source: I) -> Self {
         world.flush();
         let edge = world.spawn_edge::<I::Item>();

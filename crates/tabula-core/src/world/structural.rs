@@ -6,6 +6,7 @@ use crate::change::Tick;
 use crate::component::Component;
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::EntityError;
+use crate::hierarchy::{Children, Parent, hierarchy_refused, in_hierarchy};
 use crate::storage::Table;
 
 use super::World;
@@ -22,10 +23,27 @@ impl World {
     /// assert_eq!(world.get::<&str>(e), Ok(&"tag"));
     /// # Ok::<(), tabula_core::EntityError>(())
     /// ```
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive, and
+    /// [`EntityError::HierarchyComponent`] for a bundle holding a [`Parent`](crate::Parent)
+    /// or [`Children`](crate::Children): those change only through
+    /// [`set_parent`](Self::set_parent) and the other hierarchy methods, which keep both
+    /// sides of the relation in step.
     // Always inlined: the hot structural path. With several callers (the batch fallbacks)
     // the compiler would keep one out-of-line copy, about 25 more instructions per call.
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+        // A constant once inlined: free for every other bundle.
+        if in_hierarchy::<B>() {
+            return Err(hierarchy_refused::<B>(entity));
+        }
+        self.insert_raw(entity, bundle)
+    }
+
+    /// [`insert`](Self::insert) without the hierarchy check, for the hierarchy methods.
+    #[inline(always)]
+    pub(crate) fn insert_raw<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
         let bundle_id = self.bundles.id_of::<B>(&mut self.components);
@@ -78,6 +96,10 @@ impl World {
     /// If the entity lacks any of them, nothing is removed and the error names the first
     /// missing component.
     ///
+    /// Removing a [`Parent`](crate::Parent) also takes the entity out of its parent's
+    /// [`Children`](crate::Children), and removing `Children` makes every listed child a root,
+    /// as [`remove_parent`](Self::remove_parent) and `despawn` do.
+    ///
     /// ```
     /// let mut world = tabula_core::World::new();
     /// let e = world.spawn((1u32, 2.5f64));
@@ -88,6 +110,21 @@ impl World {
     // Always inlined, as `insert`.
     #[inline(always)]
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+        let removed = self.remove_raw::<B>(entity)?;
+        // A constant once inlined, as in `insert`.
+        if in_hierarchy::<B>() {
+            self.detach_removed(
+                entity,
+                removed.field::<Parent>().copied(),
+                removed.field::<Children>(),
+            );
+        }
+        Ok(removed)
+    }
+
+    /// [`remove`](Self::remove) without the hierarchy bookkeeping, for the hierarchy methods.
+    #[inline(always)]
+    pub(crate) fn remove_raw<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
         let bundle_id = self.bundles.id_of::<B>(&mut self.components);
