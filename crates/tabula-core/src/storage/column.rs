@@ -373,7 +373,10 @@ impl Column {
     ///
     /// # Safety
     /// `len <= capacity` and rows `0..len` hold written ticks.
+    // Never inlined: inlined into `Table::move_row`, its vector loop's constants were set up
+    // on every row move, not just the rare one that settles.
     #[cold]
+    #[inline(never)]
     pub(crate) unsafe fn settle_floor(&mut self, len: usize, now: Tick) {
         let Some(floor) = self.changed_floor.get_mut().take() else {
             return;
