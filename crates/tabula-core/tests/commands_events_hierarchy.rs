@@ -358,3 +358,43 @@ fn hierarchy_commands_apply_in_order_and_report_cycles() {
     assert_eq!(world.len(), 1);
     assert_eq!(world.parent(other), Ok(None));
 }
+
+#[test]
+fn remove_commands_keep_the_hierarchy_and_copied_parents_are_refused() {
+    let mut world = World::new();
+    let root = world.spawn((Name("root"),));
+    let a = world.spawn((Name("a"),));
+    let b = world.spawn((Name("b"),));
+    world.set_parent(a, root).unwrap();
+    world.set_parent(b, root).unwrap();
+    let copied = *world.get::<Parent>(a).unwrap();
+
+    let mut queue = CommandQueue::new();
+    let mut commands = Commands::new(&mut queue, &world);
+    commands.remove::<(Parent,)>(a);
+    let stray = commands.spawn((Name("stray"),)).id();
+    commands.insert(stray, (copied,));
+    let errors = queue.apply(&mut world);
+    assert_eq!(
+        errors,
+        [CommandError::Entity {
+            command: "insert",
+            entity: stray,
+            error: EntityError::HierarchyComponent {
+                entity: stray,
+                component: "Parent"
+            },
+        }]
+    );
+    assert!(errors[0].to_string().contains("set_parent"), "{}", errors[0]);
+    assert_eq!(children(&world, root), [b]);
+    assert_eq!(world.parent(a), Ok(None));
+    assert_eq!(world.parent(stray), Ok(None));
+
+    // Removing the list by command makes the remaining child a root.
+    let mut commands = Commands::new(&mut queue, &world);
+    commands.remove::<(Children,)>(root);
+    assert!(queue.apply(&mut world).is_empty());
+    assert_eq!(world.parent(b), Ok(None));
+    assert!(!world.has::<Children>(root));
+}
