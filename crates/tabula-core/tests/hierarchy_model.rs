@@ -10,22 +10,8 @@ use std::collections::BTreeMap;
 
 use tabula_core::{Children, Entity, EntityError, HierarchyError, Parent, World};
 
-/// SplitMix64, so sequences reproduce from a seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-}
+mod common;
+use common::Rng;
 
 /// The reference: every live entity with its parent and its children in attach order.
 #[derive(Clone, Default, Debug, PartialEq)]
@@ -102,6 +88,18 @@ impl Model {
     }
 }
 
+/// Checks the result of an operation on `e` that succeeds for a live entity; true when it
+/// did, so the model should follow.
+fn applied(result: Result<(), EntityError>, alive: bool, e: Entity, context: &str) -> bool {
+    let expected = if alive {
+        Ok(())
+    } else {
+        Err(EntityError::NoSuchEntity(e))
+    };
+    assert_eq!(result, expected, "{context}");
+    alive
+}
+
 /// Compares the world's view of the hierarchy with the model's, in full.
 fn assert_same(world: &World, model: &Model, context: &str) {
     assert_eq!(world.len() as usize, model.nodes.len(), "{context}: entity count");
@@ -156,12 +154,8 @@ fn run(seed: u64, steps: usize) {
                 }
             }
             3 => {
-                let result = world.remove_parent(a);
-                if model.alive(a) {
-                    assert_eq!(result, Ok(()), "{context}");
+                if applied(world.remove_parent(a), model.alive(a), a, &context) {
                     model.detach(a);
-                } else {
-                    assert_eq!(result, Err(EntityError::NoSuchEntity(a)));
                 }
             }
             4 => {
@@ -228,21 +222,13 @@ fn run(seed: u64, steps: usize) {
                 }
             }
             8 => {
-                let result = world.despawn(a);
-                if model.alive(a) {
-                    assert_eq!(result, Ok(()), "{context}");
+                if applied(world.despawn(a), model.alive(a), a, &context) {
                     model.despawn(a);
-                } else {
-                    assert_eq!(result, Err(EntityError::NoSuchEntity(a)));
                 }
             }
             _ => {
-                let result = world.despawn_recursive(a);
-                if model.alive(a) {
-                    assert_eq!(result, Ok(()), "{context}");
+                if applied(world.despawn_recursive(a), model.alive(a), a, &context) {
                     model.despawn_recursive(a);
-                } else {
-                    assert_eq!(result, Err(EntityError::NoSuchEntity(a)));
                 }
             }
         }
