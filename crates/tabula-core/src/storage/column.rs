@@ -75,13 +75,26 @@ unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
     // SAFETY: the caller's contract; every arm copies exactly `size` bytes.
     unsafe {
         match size {
+            0 => {}
             4 => ptr::copy_nonoverlapping(src, dst, 4),
             8 => ptr::copy_nonoverlapping(src, dst, 8),
             12 => ptr::copy_nonoverlapping(src, dst, 12),
             16 => ptr::copy_nonoverlapping(src, dst, 16),
-            _ => ptr::copy_nonoverlapping(src, dst, size),
+            _ => copy_any(src, dst, size),
         }
     }
+}
+
+/// [`copy_value`] for other sizes: a `memcpy` call, kept out of line so that the callers'
+/// common paths make no call (and need not save registers around one).
+///
+/// # Safety
+/// As for `copy_value`.
+#[cold]
+#[inline(never)]
+unsafe fn copy_any(src: *const u8, dst: *mut u8, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { ptr::copy_nonoverlapping(src, dst, size) }
 }
 
 /// Swaps two values of `size` bytes; constant-length for common sizes, as in [`copy_value`].
@@ -93,13 +106,25 @@ unsafe fn swap_values(a: *mut u8, b: *mut u8, size: usize) {
     // SAFETY: the caller's contract; every arm swaps exactly `size` bytes.
     unsafe {
         match size {
+            0 => {}
             4 => ptr::swap_nonoverlapping(a, b, 4),
             8 => ptr::swap_nonoverlapping(a, b, 8),
             12 => ptr::swap_nonoverlapping(a, b, 12),
             16 => ptr::swap_nonoverlapping(a, b, 16),
-            _ => ptr::swap_nonoverlapping(a, b, size),
+            _ => swap_any(a, b, size),
         }
     }
+}
+
+/// [`swap_values`] for other sizes, out of line as [`copy_any`].
+///
+/// # Safety
+/// As for `swap_values`.
+#[cold]
+#[inline(never)]
+unsafe fn swap_any(a: *mut u8, b: *mut u8, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { ptr::swap_nonoverlapping(a, b, size) }
 }
 
 impl Column {

@@ -21,7 +21,8 @@ pub(crate) const NO_COLUMN: u32 = u32::MAX;
 ///
 /// Invariants, kept by every method here:
 /// * `block` was allocated with `block_layout` (or is dangling when its size is zero), and
-///   every column's arrays sit inside it for `capacity` rows; `entities.len() <= capacity`;
+///   every column's arrays sit inside it for `capacity` rows; `entities.len() <= capacity`,
+///   and `entities` has room for `capacity` ids (`grow` reserves both together);
 /// * rows `0..entities.len()` are initialised in every column, and nothing past them is;
 /// * row `r` of every column belongs to `entities[r]`.
 pub struct Table {
@@ -248,7 +249,13 @@ impl Table {
     pub(crate) unsafe fn push_uninit(&mut self, entity: Entity) -> usize {
         self.reserve(1);
         let row = self.entities.len();
-        self.entities.push(entity);
+        // SAFETY: `reserve(1)` left `row < capacity`, and the row list has room for `capacity`
+        // ids (table invariant), so the slot is allocated; the id is written before the length
+        // covers it.
+        unsafe {
+            self.entities.as_mut_ptr().add(row).write(entity);
+            self.entities.set_len(row + 1);
+        }
         row
     }
 
@@ -317,7 +324,13 @@ impl Table {
                 }
             }
         }
-        self.entities.swap_remove(row);
+        // SAFETY: `row <= last` are rows of the list (the caller's contract); the last id
+        // fills the hole, and the shorter length drops nothing (ids are `Copy`).
+        unsafe {
+            let ids = self.entities.as_mut_ptr();
+            *ids.add(row) = *ids.add(last);
+            self.entities.set_len(last);
+        }
     }
 
     /// Moves every row to the end of `dst` in bulk, in order (row `r` lands at `start + r`,
