@@ -490,11 +490,21 @@ impl World {
     /// so that none can wrap around into looking new. Runs by itself from structural
     /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`](crate::CHECK_TICK_THRESHOLD)
     /// ticks; a scheduler also calls it once per run.
+    // Inline: every structural operation calls this through `flush`, and without LTO a call
+    // to a non-generic function of this crate stays a call in the user's code; the rare
+    // clamp is out of line.
+    #[inline]
     pub fn check_change_ticks(&mut self) {
         let now = tick_now(&mut self.change_tick);
-        if now.get().wrapping_sub(self.last_check_tick.get()) < CHECK_TICK_THRESHOLD {
-            return;
+        if now.get().wrapping_sub(self.last_check_tick.get()) >= CHECK_TICK_THRESHOLD {
+            self.clamp_change_ticks(now);
         }
+    }
+
+    /// The slow half of [`check_change_ticks`](Self::check_change_ticks).
+    #[cold]
+    #[inline(never)]
+    fn clamp_change_ticks(&mut self, now: Tick) {
         for archetype in &mut self.archetypes.archetypes {
             archetype.table.check_change_ticks(now);
         }
