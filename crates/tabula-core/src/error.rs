@@ -18,8 +18,9 @@ pub enum EntityError {
     },
     /// `spawn_at` was given an entity that already has components.
     AlreadySpawned(Entity),
-    /// An insert was given a [`Parent`](crate::Parent) or [`Children`](crate::Children),
-    /// which change only through the world's hierarchy methods.
+    /// An insert or a `get_mut` was given a [`Parent`](crate::Parent) or
+    /// [`Children`](crate::Children), which change only through the world's hierarchy
+    /// methods.
     HierarchyComponent {
         /// The entity.
         entity: Entity,
@@ -45,9 +46,10 @@ impl fmt::Display for EntityError {
             }
             Self::HierarchyComponent { entity, component } => write!(
                 f,
-                "cannot insert `{component}` on entity {entity:?}: the hierarchy changes only \
-                 through World::set_parent, remove_parent and despawn_recursive (or the matching \
-                 commands), which keep Parent and Children in step"
+                "cannot insert or change `{component}` of entity {entity:?} directly: the \
+                 hierarchy changes only through World::set_parent, remove_parent and \
+                 despawn_recursive (or the matching commands), which keep Parent and Children in \
+                 step"
             ),
         }
     }

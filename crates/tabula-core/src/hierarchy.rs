@@ -15,10 +15,11 @@
 //! * [`World::remove`] of either component keeps the relation too: a removed `Parent`
 //!   leaves its parent's `Children`, and the children of a removed `Children` become roots.
 //!
-//! Inserting or spawning either component (a value copied from another entity) is refused:
-//! `insert` returns [`EntityError::HierarchyComponent`], and `spawn` panics, since that is a
-//! mistake in the calling code. Swapping the values of two entities through `get_mut` is the
-//! one way left to break the relation by hand; don't.
+//! Both are read-only outside the hierarchy methods. Inserting or spawning either (a value
+//! copied from another entity) is refused: `insert` returns
+//! [`EntityError::HierarchyComponent`] and `spawn` panics. So is mutable access: `get_mut`
+//! returns the same error, and a query term `&mut Parent` (or `Mut<Children>`, ...) or a
+//! `view_mut` of either panics when it is built, since each is a mistake in the calling code.
 //!
 //! An entity with no children has no `Children` component (an emptied list is removed), so
 //! `With<Children>` means "has at least one child".
@@ -152,6 +153,31 @@ pub(crate) fn in_hierarchy<B: Bundle>() -> bool {
     B::has_type(TypeId::of::<Parent>()) || B::has_type(TypeId::of::<Children>())
 }
 
+/// `"Parent"` or `"Children"` when `T` is that component, else `None`; a constant once
+/// inlined. Mutable access to either is refused outside this module.
+#[inline(always)]
+pub(crate) fn hierarchy_component<T: 'static>() -> Option<&'static str> {
+    if TypeId::of::<T>() == TypeId::of::<Parent>() {
+        Some("Parent")
+    } else if TypeId::of::<T>() == TypeId::of::<Children>() {
+        Some("Children")
+    } else {
+        None
+    }
+}
+
+/// Panics for mutable access to `Parent` or `Children` asked for by `what` (a query term or
+/// a view): a mistake in the calling code.
+#[cold]
+#[track_caller]
+pub(crate) fn hierarchy_write_refused(component: &str, what: &str) -> ! {
+    panic!(
+        "{what} asks to write `{component}`, which changes only through World::set_parent, \
+         remove_parent and despawn_recursive (or the matching commands), so that Parent and \
+         Children stay in step; read it with `&{component}` instead"
+    )
+}
+
 /// The error for inserting bundle `B` (which holds `Parent` or `Children`) on `entity`.
 #[cold]
 pub(crate) fn hierarchy_refused<B: Bundle>(entity: Entity) -> EntityError {
@@ -207,7 +233,7 @@ impl World {
         }
         // Both entities are alive (checked above), so neither insert can fail.
         self.insert_raw(child, (Parent(parent),))?;
-        if let Ok(mut children) = self.get_mut::<Children>(parent) {
+        if let Ok(mut children) = self.get_mut_raw::<Children>(parent) {
             children.0.push(child);
         } else {
             self.insert_raw(parent, (Children(vec![child]),))?;
@@ -264,7 +290,7 @@ impl World {
         while let Some(next) = stack.pop() {
             // Take the list out rather than removing the component (no archetype move), so
             // the despawn below finds no children to detach.
-            if let Ok(mut children) = self.get_mut::<Children>(next) {
+            if let Ok(mut children) = self.get_mut_raw::<Children>(next) {
                 stack.extend(std::mem::take(&mut children.0));
             }
             // Descendants' `Parent`s point at entities already despawned: `despawn`'s
@@ -299,7 +325,7 @@ impl World {
         if let Ok(&Parent(parent)) = self.get::<Parent>(entity) {
             self.remove_from_children(parent, entity);
         }
-        let children = match self.get_mut::<Children>(entity) {
+        let children = match self.get_mut_raw::<Children>(entity) {
             Ok(mut children) => std::mem::take(&mut children.0),
             Err(_) => return,
         };
@@ -336,9 +362,8 @@ impl World {
     /// True when `ancestor` is `entity` or one of its ancestors.
     fn is_ancestor_or_self(&self, ancestor: Entity, entity: Entity) -> bool {
         let mut current = entity;
-        // The relation is acyclic, so the walk ends at a root; the bound guards against a
-        // hierarchy broken by hand (`Parent` values swapped through `get_mut`), reported as a
-        // cycle.
+        // The relation is acyclic (only this module writes it), so the walk ends at a root;
+        // the bound is a guard against a bug here, reported as a cycle rather than a hang.
         for _ in 0..=self.len() {
             if current == ancestor {
                 return true;
@@ -361,7 +386,7 @@ impl World {
         else {
             return;
         };
-        let Ok(mut children) = self.get_mut::<Children>(parent) else {
+        let Ok(mut children) = self.get_mut_raw::<Children>(parent) else {
             return;
         };
         children.0.remove(index);
@@ -543,6 +568,48 @@ mod tests {
         assert_eq!(world.get::<u8>(other), Ok(&1));
         assert!(!world.has::<Parent>(other) && !world.has::<Children>(other));
         assert_consistent(&mut world);
+    }
+
+    #[test]
+    fn parent_and_children_are_read_only_outside_the_hierarchy_methods() {
+        let mut world = World::new();
+        let [parent, a, b] = [(); 3].map(|()| world.spawn(()));
+        world.set_parent(a, parent).unwrap();
+        world.set_parent(b, parent).unwrap();
+        assert_eq!(
+            world.get_mut::<Parent>(a).err(),
+            Some(EntityError::HierarchyComponent {
+                entity: a,
+                component: "Parent"
+            })
+        );
+        assert_eq!(
+            world.get_mut::<Children>(parent).err(),
+            Some(EntityError::HierarchyComponent {
+                entity: parent,
+                component: "Children"
+            })
+        );
+        assert!(world.entity_mut(a).unwrap().get_mut::<Parent>().is_none());
+        // Reading is fine, and the hierarchy methods still write.
+        assert_eq!(world.get::<Parent>(a).map(|p| p.get()), Ok(parent));
+        world.set_parent(a, b).unwrap();
+        assert_eq!(world.children(parent), Ok(&[b][..]));
+        assert_consistent(&mut world);
+    }
+
+    #[test]
+    #[should_panic(expected = "a query term asks to write `Parent`")]
+    fn a_query_writing_parent_panics_when_built() {
+        let mut world = World::new();
+        world.query::<(Entity, Option<&mut Parent>)>();
+    }
+
+    #[test]
+    #[should_panic(expected = "World::view_mut asks to write `Children`")]
+    fn a_view_writing_children_panics() {
+        let mut world = World::new();
+        world.view_mut::<Children>();
     }
 
     #[test]

@@ -345,8 +345,24 @@ impl World {
     }
 
     /// Mutable access to `entity`'s `T`; writing through it marks the component changed.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] and [`EntityError::MissingComponent`] as for
+    /// [`get`](Self::get), and [`EntityError::HierarchyComponent`] for
+    /// [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the hierarchy
+    /// methods change.
     #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        // A constant once inlined.
+        if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
+            return Err(EntityError::HierarchyComponent { entity, component });
+        }
+        self.get_mut_raw(entity)
+    }
+
+    /// [`get_mut`](Self::get_mut) without the hierarchy check, for the hierarchy methods.
+    #[inline]
+    pub(crate) fn get_mut_raw<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
         let location = self.location(entity)?;
         let (last_run, this_run) = (self.last_change_tick, tick_now(&mut self.change_tick));
         // SAFETY: as in `archetype_at`: a live entity's location names an existing archetype.

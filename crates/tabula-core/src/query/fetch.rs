@@ -327,6 +327,9 @@ macro_rules! write_term {
             type Fetch<'w> = WriteFetch<'w, T>;
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+                if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
+                    crate::hierarchy::hierarchy_write_refused(component, "a query term");
+                }
                 access.add_with(*id);
                 access.add_write(*id)
             }

@@ -110,7 +110,9 @@ impl<'w> EntityMut<'w> {
         self.world.get_at(self.entity, self.location()).ok()
     }
 
-    /// Mutable access to the entity's `T`, if it has one.
+    /// Mutable access to the entity's `T`, if it has one; `None` for
+    /// [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the hierarchy
+    /// methods change (see [`World::get_mut`]).
     pub fn get_mut<T: Component>(&mut self) -> Option<Mut<'_, T>> {
         self.world.get_mut(self.entity).ok()
     }

@@ -191,7 +191,15 @@ struct ColumnPtrs<T> {
 impl World {
     /// A [`ViewMut`] of every entity's `T`, for many lookups and writes while the world is
     /// borrowed.
+    ///
+    /// # Panics
+    /// For [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the
+    /// hierarchy methods change.
+    #[track_caller]
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
+        if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
+            crate::hierarchy::hierarchy_write_refused(component, "World::view_mut");
+        }
         let ticks = RunTicks {
             last_run: self.last_change_tick,
             this_run: tick_now(&mut self.change_tick),
