@@ -55,7 +55,8 @@ pub(crate) struct RemoveEdge {
     pub(crate) move_map: Box<[u32]>,
     /// Bundle field `i` is read from source column `bundle_columns[i]`.
     pub(crate) bundle_columns: Box<[u32]>,
-    /// The first bundle component the source archetype lacks: the removal is refused.
+    /// The first bundle component the source archetype lacks: the removal is refused, and
+    /// `target` is the source itself.
     pub(crate) missing: Option<&'static str>,
 }
 
@@ -148,13 +149,19 @@ impl Archetypes {
             .iter()
             .map(|&c| src.column_of(c).map_or(NO_COLUMN, |col| col as u32))
             .collect();
-        let ids: Vec<_> = src
-            .component_ids()
-            .iter()
-            .copied()
-            .filter(|c| bundle.sorted.binary_search(c).is_err())
-            .collect();
-        let target = self.get_or_create(registry, &ids);
+        // A removal that must fail (the source lacks a field) never moves the row, so its edge
+        // points back at the source instead of creating an archetype no entity would reach.
+        let target = if missing.is_some() {
+            source
+        } else {
+            let ids: Vec<_> = src
+                .component_ids()
+                .iter()
+                .copied()
+                .filter(|c| bundle.sorted.binary_search(c).is_err())
+                .collect();
+            self.get_or_create(registry, &ids)
+        };
         let (src, dst) = (&self.archetypes[source.index()], &self.archetypes[target.index()]);
         let edge = RemoveEdge {
             target,

@@ -194,13 +194,16 @@ fn errors_name_entity_and_component() {
         Err(EntityError::NoSuchEntity(e))
     );
     assert_eq!(world.remove_one::<Pos>(e), Err(EntityError::NoSuchEntity(e)));
-    // Removing a bundle the entity only half has changes nothing.
-    let f = world.spawn((Pos(1.0, 1.0),));
+    // Removing a bundle the entity only half has changes nothing, and creates no archetype.
+    let f = world.spawn((Pos(1.0, 1.0), 7u8));
+    let archetypes = world.archetypes().len();
     assert!(matches!(
         world.remove::<(Pos, Vel)>(f),
         Err(EntityError::MissingComponent { component, .. }) if component.ends_with("Vel")
     ));
+    assert!(world.remove_batch::<(Pos, Vel)>(&[f]).is_err());
     assert_eq!(world.get::<Pos>(f), Ok(&Pos(1.0, 1.0)));
+    assert_eq!(world.archetypes().len(), archetypes);
 }
 
 #[test]
