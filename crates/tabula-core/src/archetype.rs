@@ -309,6 +309,22 @@ pub(crate) fn pair_mut(
     }
 }
 
+/// [`pair_mut`] without the checks, for the one-entity moves, whose ids are known good.
+///
+/// # Safety
+/// `a` and `b` are distinct, existing archetypes.
+#[inline]
+pub(crate) unsafe fn pair_mut_unchecked(
+    archetypes: &mut [Archetype],
+    a: ArchetypeId,
+    b: ArchetypeId,
+) -> (&mut Archetype, &mut Archetype) {
+    debug_assert!(a != b && a.index().max(b.index()) < archetypes.len());
+    // SAFETY: both in bounds and distinct (the caller's contract).
+    let [a, b] = unsafe { archetypes.get_disjoint_unchecked_mut([a.index(), b.index()]) };
+    (a, b)
+}
+
 #[cold]
 #[track_caller]
 fn pair_mut_failed(a: ArchetypeId, b: ArchetypeId) -> ! {

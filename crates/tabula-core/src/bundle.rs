@@ -48,6 +48,9 @@ pub(crate) mod sealed {
         /// Appends the component ids of the fields, in field order, registering them.
         fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>);
 
+        /// How many fields the bundle has.
+        const FIELDS: usize;
+
         /// Moves every field into its column at `row`, which is uninitialised.
         ///
         /// # Safety
@@ -112,13 +115,6 @@ pub(crate) mod sealed {
         /// the slots as empty afterwards (never reads or drops them again).
         unsafe fn take_at(table: &Table, columns: &[u32], row: usize) -> Self;
 
-        /// Reads the fields back from the values a `Table::move_row` left behind.
-        ///
-        /// # Safety
-        /// Called right after `move_row`, with `columns[i]` an unmapped column of `table`
-        /// storing field `i`'s type; each removed value is read exactly once.
-        unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self;
-
         /// Whether some field is of type `type_id`. For a `TypeId::of` constant this folds to
         /// a constant once inlined.
         fn has_type(type_id: TypeId) -> bool;
@@ -154,13 +150,28 @@ pub(crate) struct BundleInfo {
 }
 
 /// The bundle types a world has seen.
-#[derive(Default)]
 pub(crate) struct Bundles {
     pub(crate) infos: Vec<BundleInfo>,
     by_type: TypeIdMap<BundleId>,
     /// The bundle type looked up last. Games tend to repeat one bundle type many times in a
     /// row (a spawn loop, an insert/remove pass), so this one comparison saves the hash probe.
-    last: Option<(TypeId, BundleId)>,
+    /// Starts as [`NoBundle`], which matches no bundle: cheaper than an `Option`, whose
+    /// discriminant costs a test per lookup.
+    last: (TypeId, BundleId),
+}
+
+/// Fills [`Bundles::last`] before any lookup. Not a [`Bundle`] (no tuple of components), so
+/// no `TypeId::of::<B>()` equals its `TypeId`.
+enum NoBundle {}
+
+impl Default for Bundles {
+    fn default() -> Self {
+        Self {
+            infos: Vec::new(),
+            by_type: TypeIdMap::default(),
+            last: (TypeId::of::<NoBundle>(), 0),
+        }
+    }
 }
 
 impl Bundles {
@@ -171,16 +182,15 @@ impl Bundles {
     #[inline]
     pub(crate) fn id_of<B: Bundle>(&mut self, components: &mut Components) -> BundleId {
         let type_id = TypeId::of::<B>();
-        if let Some((last, id)) = self.last
-            && last == type_id
-        {
+        let (last, id) = self.last;
+        if last == type_id {
             return id;
         }
         let id = match self.by_type.get(&type_id) {
             Some(&id) => id,
             None => self.register::<B>(components),
         };
-        self.last = Some((type_id, id));
+        self.last = (type_id, id);
         id
     }
 
@@ -218,6 +228,8 @@ macro_rules! tuple_bundle {
             fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>) {
                 $( out.push(components.register::<$name>()); )*
             }
+
+            const FIELDS: usize = <[usize]>::len(&[$($index),*]);
 
             #[inline]
             fn has_type(type_id: TypeId) -> bool {
@@ -356,15 +368,6 @@ macro_rules! tuple_bundle {
                         let column = *columns.get_unchecked($index) as usize;
                         table.column_unchecked(column).ptr(row).cast::<$name>().read()
                     },
-                )*)
-            }
-
-            #[inline]
-            unsafe fn take_removed(table: &mut Table, columns: &[u32]) -> Self {
-                ($(
-                    // SAFETY: the removed value of field `i`'s type waits in that column, and
-                    // is read exactly once (the caller's contract).
-                    unsafe { table.removed_value(columns[$index] as usize).cast::<$name>().read() },
                 )*)
             }
         }

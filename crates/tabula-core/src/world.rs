@@ -172,7 +172,7 @@ impl World {
         }
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         self.archetypes
-            .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles.infos[bundle])
+            .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles, bundle)
     }
 
     /// Spawns `bundle` along a spawn edge of its own bundle type. Reservations are flushed.

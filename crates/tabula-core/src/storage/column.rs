@@ -64,40 +64,8 @@ pub(crate) struct ColumnOffsets {
     pub(crate) changed: usize,
 }
 
-/// Copies one value of `size` bytes. Most components are a few words; for those sizes the
-/// length is a constant, so the copy compiles to a few moves instead of a call to `memcpy`
-/// (structural changes copy every component of a row twice).
-///
-/// # Safety
-/// As for `ptr::copy_nonoverlapping(src, dst, size)`.
-#[inline]
-unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
-    // SAFETY: the caller's contract; every arm copies exactly `size` bytes.
-    unsafe {
-        match size {
-            0 => {}
-            4 => ptr::copy_nonoverlapping(src, dst, 4),
-            8 => ptr::copy_nonoverlapping(src, dst, 8),
-            12 => ptr::copy_nonoverlapping(src, dst, 12),
-            16 => ptr::copy_nonoverlapping(src, dst, 16),
-            _ => copy_any(src, dst, size),
-        }
-    }
-}
-
-/// [`copy_value`] for other sizes: a `memcpy` call, kept out of line so that the callers'
-/// common paths make no call (and need not save registers around one).
-///
-/// # Safety
-/// As for `copy_value`.
-#[cold]
-#[inline(never)]
-unsafe fn copy_any(src: *const u8, dst: *mut u8, size: usize) {
-    // SAFETY: the caller's contract.
-    unsafe { ptr::copy_nonoverlapping(src, dst, size) }
-}
-
-/// Swaps two values of `size` bytes; constant-length for common sizes, as in [`copy_value`].
+/// Swaps two values of `size` bytes. Most components are a few words; for those sizes the
+/// length is a constant, so the swap compiles to a few moves instead of a call.
 ///
 /// # Safety
 /// As for `ptr::swap_nonoverlapping(a, b, size)`.
@@ -116,7 +84,8 @@ unsafe fn swap_values(a: *mut u8, b: *mut u8, size: usize) {
     }
 }
 
-/// [`swap_values`] for other sizes, out of line as [`copy_any`].
+/// [`swap_values`] for other sizes, kept out of line so that the callers' common paths make
+/// no call (and need not save registers around one).
 ///
 /// # Safety
 /// As for `swap_values`.
@@ -125,6 +94,83 @@ unsafe fn swap_values(a: *mut u8, b: *mut u8, size: usize) {
 unsafe fn swap_any(a: *mut u8, b: *mut u8, size: usize) {
     // SAFETY: the caller's contract.
     unsafe { ptr::swap_nonoverlapping(a, b, size) }
+}
+
+/// The value copies of [`Column::move_out`] for a value of `SIZE` bytes in `data`: row `row`
+/// to the slot `dst` names (if any), then row `last` to row `row`. With the size a constant,
+/// the row offsets fold into the addressing.
+///
+/// # Safety
+/// `row` and `last` are in-bounds rows of `data` (possibly the same); `dst`, if given, is a
+/// base pointer and an in-bounds row of another array of the same type.
+#[inline(always)]
+unsafe fn move_value<const SIZE: usize>(
+    data: *mut u8,
+    row: usize,
+    last: usize,
+    dst: Option<(*mut u8, usize)>,
+) {
+    // SAFETY: the caller's contract; `ptr::copy` allows `row == last`.
+    unsafe {
+        let at = data.add(row * SIZE);
+        if let Some((dst, dst_row)) = dst {
+            ptr::copy_nonoverlapping(at, dst.add(dst_row * SIZE), SIZE);
+        }
+        ptr::copy(data.add(last * SIZE), at, SIZE);
+    }
+}
+
+/// [`move_value`] for the sizes without their own arm. The offsets are computed before the
+/// size is looked at again: with a constant size per arm, the compiler hoisted every arm's
+/// offsets out of `Table::move_row`'s loop, and spilled them (callgrind).
+///
+/// # Safety
+/// As for `move_value`, with `size` for `SIZE`.
+#[inline(always)]
+unsafe fn move_sized(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
+    // SAFETY: the caller's contract; every arm copies exactly `size` bytes.
+    unsafe {
+        let at = data.add(row * size);
+        let from = data.add(last * size);
+        let dst = dst.map(|(dst, dst_row)| dst.add(dst_row * size));
+        match size {
+            12 => copy_both::<12>(at, from, dst),
+            16 => copy_both::<16>(at, from, dst),
+            _ => move_any(at, from, dst, size),
+        }
+    }
+}
+
+/// The copies of [`move_sized`] for a constant size.
+///
+/// # Safety
+/// `at` and `from` are slots of one array (possibly the same), `dst` a slot of another, each
+/// valid for `SIZE` bytes.
+#[inline(always)]
+unsafe fn copy_both<const SIZE: usize>(at: *mut u8, from: *const u8, dst: Option<*mut u8>) {
+    // SAFETY: the caller's contract; `ptr::copy` allows `at == from`.
+    unsafe {
+        if let Some(dst) = dst {
+            ptr::copy_nonoverlapping(at, dst, SIZE);
+        }
+        ptr::copy(from, at, SIZE);
+    }
+}
+
+/// [`move_sized`] for other sizes: `memcpy` calls, out of line as [`swap_any`].
+///
+/// # Safety
+/// As for `copy_both`, with `size` for `SIZE`.
+#[cold]
+#[inline(never)]
+unsafe fn move_any(at: *mut u8, from: *const u8, dst: Option<*mut u8>, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if let Some(dst) = dst {
+            ptr::copy_nonoverlapping(at, dst, size);
+        }
+        ptr::copy(from, at, size);
+    }
 }
 
 impl Column {
@@ -271,20 +317,6 @@ impl Column {
         }
     }
 
-    /// Moves the value and ticks of `from` into slot `to`, leaving `from` logically empty.
-    ///
-    /// # Safety
-    /// Both rows `< capacity`, distinct; `from` initialised, `to` uninitialised.
-    #[inline]
-    pub(crate) unsafe fn move_within(&mut self, from: usize, to: usize) {
-        // SAFETY: distinct in-bounds rows of the same buffers.
-        unsafe {
-            copy_value(self.ptr(from), self.ptr(to), self.item.size());
-            *self.added.as_ptr().add(to) = *self.added.as_ptr().add(from);
-            *self.changed.as_ptr().add(to) = *self.changed.as_ptr().add(from);
-        }
-    }
-
     /// Swaps two rows, values and ticks.
     ///
     /// # Safety
@@ -299,17 +331,77 @@ impl Column {
         }
     }
 
-    /// Moves the value and ticks of `row` into slot `dst_row` of `dst`, leaving `row`
-    /// logically empty. The row takes its effective changed tick along (see the floor); if it
-    /// is older than `dst`'s floor, `dst` settles its floor first.
+    /// Moves the value and ticks of `row` into slot `dst_row` of `dst`, or, without a `dst`,
+    /// forgets them (the caller has moved the value out already); then moves row `last` into
+    /// `row`, leaving `last` logically empty. The moved-out row takes its effective changed
+    /// tick along (see the floor); if that is older than `dst`'s floor, `dst` settles its
+    /// floor first.
+    ///
+    /// `row == last` is allowed: the refill is then a copy of the slot onto itself (`ptr::copy`
+    /// of bytes, and the slot is past the end afterwards), so the loop needs no branch on it.
     ///
     /// # Safety
-    /// `dst` stores the same component type; `row` initialised here, `dst_row` uninitialised
-    /// there, both in bounds, and `dst_row` is `dst`'s table length before the push (rows
+    /// `row <= last < capacity`, `row` initialised (or, without `dst`, already moved out);
+    /// with `dst`: it stores the same component type and is not this column, `dst_row` is
+    /// uninitialised and in bounds there, and is `dst`'s table length before the push (rows
     /// `0..dst_row` are live there).
-    #[inline]
-    pub(crate) unsafe fn move_to(&mut self, row: usize, dst: &mut Column, dst_row: usize, now: Tick) {
-        debug_assert_eq!(self.item, dst.item);
+    // Always inlined into `Table::move_row`: one dispatch on the value size covers both copies,
+    // and with the size a constant in each arm the row offsets fold into the addressing.
+    #[inline(always)]
+    pub(crate) unsafe fn move_out(
+        &mut self,
+        row: usize,
+        last: usize,
+        dst: Option<(&mut Column, usize)>,
+        now: Tick,
+    ) {
+        let size = self.item.size();
+        let dst = dst.map(|(dst, dst_row)| {
+            debug_assert_eq!(self.item, dst.item);
+            // SAFETY: `row` is in bounds here; `&mut self` makes this the only access.
+            let mut changed = unsafe { *self.changed.as_ptr().add(row) };
+            if self.changed_floor.get_mut().is_some() || dst.changed_floor.get_mut().is_some() {
+                // SAFETY: `row` is in bounds here, rows `0..dst_row` are live in `dst` (the
+                // caller's contract).
+                changed = unsafe { self.apply_floors(row, dst, dst_row, now) };
+            }
+            // SAFETY: in-bounds tick slots of two different columns.
+            unsafe {
+                dst.added
+                    .as_ptr()
+                    .add(dst_row)
+                    .write(*self.added.as_ptr().add(row));
+                dst.changed.as_ptr().add(dst_row).write(changed);
+            }
+            (dst.data.as_ptr(), dst_row)
+        });
+        // SAFETY: in-bounds rows of this column's arrays; for `row == last` the same slot.
+        unsafe {
+            *self.added.as_ptr().add(row) = *self.added.as_ptr().add(last);
+            *self.changed.as_ptr().add(row) = *self.changed.as_ptr().add(last);
+        }
+        let data = self.data.as_ptr();
+        // SAFETY: rows in bounds (the caller's contract); `dst` is a slot of another column,
+        // so it overlaps neither of this column's slots.
+        unsafe {
+            match size {
+                0 => {}
+                4 => move_value::<4>(data, row, last, dst),
+                8 => move_value::<8>(data, row, last, dst),
+                _ => move_sized(data, size, row, last, dst),
+            }
+        }
+    }
+
+    /// The floor half of [`move_out`](Self::move_out), for when either column has a floor:
+    /// returns `row`'s effective changed tick, settling `dst`'s floor first if it is newer.
+    /// Out of line, so that the common case (no floor) keeps its registers for the moves.
+    ///
+    /// # Safety
+    /// `row < capacity` holds a written tick; rows `0..dst_row` are live in `dst`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn apply_floors(&mut self, row: usize, dst: &mut Column, dst_row: usize, now: Tick) -> Tick {
         // SAFETY: `row` is in bounds here; `&mut self` makes this the only access.
         let changed = unsafe { self.changed_of(row, now) };
         if dst
@@ -320,15 +412,7 @@ impl Column {
             // SAFETY: rows `0..dst_row` are live in `dst` (the caller's contract).
             unsafe { dst.settle_floor(dst_row, now) };
         }
-        // SAFETY: in-bounds slots of two different columns of the same type.
-        unsafe {
-            copy_value(self.ptr(row), dst.ptr(dst_row), self.item.size());
-            dst.added
-                .as_ptr()
-                .add(dst_row)
-                .write(*self.added.as_ptr().add(row));
-            dst.changed.as_ptr().add(dst_row).write(changed);
-        }
+        changed
     }
 
     /// Copies rows `0..n` (values and ticks, the floor applied) to rows `at..at + n` of `dst`,

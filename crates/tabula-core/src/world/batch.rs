@@ -133,7 +133,7 @@ impl World {
             let bundle = self.bundles.id_of::<B>(&mut self.components);
             let edge = self
                 .archetypes
-                .insert_edge(&self.components, source, &self.bundles.infos[bundle]);
+                .insert_edge(&self.components, source, &self.bundles, bundle);
             let InsertEdge { target, replaced, .. } = &self.archetypes.insert_edges[edge];
             // A self-edge replaces in place, and replaced values are dropped, which may
             // panic: both take the one-entity path.
@@ -248,7 +248,7 @@ impl World {
         if !in_hierarchy && let Some(source) = self.table_in_order(entities.iter().copied()) {
             let edge = self
                 .archetypes
-                .remove_edge(&self.components, source, &self.bundles.infos[bundle]);
+                .remove_edge(&self.components, source, &self.bundles, bundle);
             if let Some(component) = self.archetypes.remove_edges[edge].missing {
                 let entity = entities[0];
                 return Err(EntityError::MissingComponent { entity, component });
@@ -273,11 +273,9 @@ impl World {
             }
             let edge = match last {
                 Some((archetype, edge)) if archetype == location.archetype => edge,
-                _ => self.archetypes.remove_edge(
-                    &self.components,
-                    location.archetype,
-                    &self.bundles.infos[bundle],
-                ),
+                _ => self
+                    .archetypes
+                    .remove_edge(&self.components, location.archetype, &self.bundles, bundle),
             };
             last = Some((location.archetype, edge));
             if let Some(component) = self.archetypes.remove_edges[edge].missing {

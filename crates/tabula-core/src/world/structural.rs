@@ -1,6 +1,6 @@
 //! Inserting and removing components: moving a row along a cached archetype edge.
 
-use crate::archetype::{Archetype, ArchetypeId, pair_mut};
+use crate::archetype::{Archetype, ArchetypeId, pair_mut_unchecked};
 use crate::bundle::Bundle;
 use crate::change::Tick;
 use crate::component::Component;
@@ -46,14 +46,13 @@ impl World {
     pub(crate) fn insert_raw<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        let bundle_id = self.bundles.id_of::<B>(&mut self.components);
-        let edge = self.archetypes.insert_edge(
-            &self.components,
-            location.archetype,
-            &self.bundles.infos[bundle_id],
-        );
+        // SAFETY: a live entity's location names an existing archetype.
+        let edge = unsafe {
+            self.archetypes
+                .insert_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype)
+        };
         let tick = super::tick_now(&mut self.change_tick);
-        // SAFETY: `insert_edge` returns the index of an existing edge (edges are never removed).
+        // SAFETY: `insert_edge_of` returns the index of an existing edge (edges are never removed).
         let edge = unsafe { self.archetypes.insert_edges.get_unchecked(edge) };
 
         if edge.target == location.archetype {
@@ -70,7 +69,7 @@ impl World {
         // component (the target's set is a superset); the target columns it leaves empty are
         // exactly the fields with `replaced == false`, which `write_or_replace` fills next,
         // and writing cannot panic.
-        let (_, dst, dst_row) = unsafe {
+        let ((), dst, dst_row) = unsafe {
             move_entity(
                 &mut self.archetypes.archetypes,
                 &mut self.entities,
@@ -79,10 +78,20 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 tick,
+                |_, _| (),
             )
         };
+        // A one-field bundle that moves the entity replaces nothing: had the entity its one
+        // component, the edge would be the self-edge. Then the plain write skips the test.
+        debug_assert!(B::FIELDS != 1 || !edge.replaced[0]);
         // SAFETY: see above; old values (if any) are dropped only after every field is written.
-        unsafe { bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick) };
+        unsafe {
+            if B::FIELDS == 1 {
+                bundle.write_new(dst, &edge.bundle_columns, dst_row, tick);
+            } else {
+                bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick);
+            }
+        }
         Ok(())
     }
 
@@ -127,13 +136,12 @@ impl World {
     pub(crate) fn remove_raw<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        let bundle_id = self.bundles.id_of::<B>(&mut self.components);
-        let edge = self.archetypes.remove_edge(
-            &self.components,
-            location.archetype,
-            &self.bundles.infos[bundle_id],
-        );
-        // SAFETY: `remove_edge` returns the index of an existing edge (edges are never removed).
+        // SAFETY: a live entity's location names an existing archetype.
+        let edge = unsafe {
+            self.archetypes
+                .remove_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype)
+        };
+        // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
         let edge = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
         if let Some(component) = edge.missing {
             return Err(EntityError::MissingComponent { entity, component });
@@ -142,14 +150,20 @@ impl World {
             // Only the empty bundle removes nothing and stays put.
             // SAFETY: `B` has no fields, so nothing is read.
             return Ok(unsafe {
-                B::take_removed(&mut self.archetypes.archetypes[edge.target.index()].table, &[])
+                B::take_at(
+                    &self.archetypes.archetypes[edge.target.index()].table,
+                    &[],
+                    location.row as usize,
+                )
             });
         }
 
         let now = super::tick_now(&mut self.change_tick);
         // SAFETY: the target's set is the source's minus `B`, so `move_map` fills every target
-        // column; `B`'s columns are unmapped and wait past the source's end.
-        let (src, _, _) = unsafe {
+        // column; `B`'s columns are the unmapped ones, and `take_at` moves their values out
+        // at the entity's row (`bundle_columns` are those source columns, one per field,
+        // each read once) before `move_row` overwrites them.
+        let (removed, _, _) = unsafe {
             move_entity(
                 &mut self.archetypes.archetypes,
                 &mut self.entities,
@@ -158,11 +172,10 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 now,
+                |src, row| B::take_at(src, &edge.bundle_columns, row),
             )
         };
-        // SAFETY: `bundle_columns` are the source columns of `B`'s fields, each unmapped by
-        // `move_map`, so their removed values wait past the end; each is read once.
-        Ok(unsafe { B::take_removed(src, &edge.bundle_columns) })
+        Ok(removed)
     }
 
     /// Removes one component and returns it; shorthand for `remove::<(T,)>`.
@@ -172,20 +185,24 @@ impl World {
 }
 
 /// Moves `entity`'s row from `location` to archetype `target` along `move_map` and records
-/// the new locations of `entity` and of the entity that filled its old row. Returns the
-/// source table, the target table and the entity's new row there.
+/// the new locations of `entity` and of the entity that filled its old row. Before the row
+/// moves, `take` gets the source table and the row, to move out the values of the columns
+/// `move_map` leaves unmapped. Returns what `take` returned, the target table and the
+/// entity's new row there.
 ///
 /// Always inlined: it is the body of every insert and remove, and a call would spill the
 /// half-dozen values both sides keep in registers.
 ///
 /// # Safety
-/// `target != location.archetype`; `location` is `entity`'s live location; `move_map` has one
+/// `target != location.archetype` is an existing archetype; `location` is `entity`'s live
+/// location; `move_map` has one
 /// entry per source column, naming a target column of the same component type (all distinct)
-/// or `NO_COLUMN`. The caller must fill every target column the map leaves empty at the
-/// returned row, with nothing in between that can panic, and must read or drop every value
-/// left in an unmapped source column before that table changes again.
+/// or `NO_COLUMN`. `take` must move out (or drop) the value at the given row of every source
+/// column mapped to `NO_COLUMN`, and must not panic. The caller must fill every target
+/// column the map leaves empty at the returned row, with nothing in between that can panic.
 #[inline(always)]
-unsafe fn move_entity<'a>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn move_entity<'a, R>(
     archetypes: &'a mut [Archetype],
     entities: &mut Entities,
     entity: Entity,
@@ -193,16 +210,21 @@ unsafe fn move_entity<'a>(
     target: ArchetypeId,
     move_map: &[u32],
     now: Tick,
-) -> (&'a mut Table, &'a mut Table, usize) {
+    take: impl FnOnce(&Table, usize) -> R,
+) -> (R, &'a mut Table, usize) {
     let row = location.row as usize;
-    let (src, dst) = pair_mut(archetypes, location.archetype, target);
+    // SAFETY: a live entity's location names an existing archetype, and so does an edge's
+    // target (archetypes are never removed); they differ (the caller's contract).
+    let (src, dst) = unsafe { pair_mut_unchecked(archetypes, location.archetype, target) };
     // SAFETY: `push_uninit` reserves before it records anything (the only step that can
-    // fail); the map satisfies `move_row`'s contract (the caller's), and the caller fills the
-    // rest of the row.
-    let dst_row = unsafe {
+    // fail), and it comes first, so nothing can panic once `take` has moved values out; the
+    // map satisfies `move_row`'s contract (the caller's, with `take` emptying the unmapped
+    // slots), and the caller fills the rest of the row.
+    let (taken, dst_row) = unsafe {
         let dst_row = dst.table.push_uninit(entity);
+        let taken = take(&src.table, row);
         src.table.move_row(row, &mut dst.table, dst_row, move_map, now);
-        dst_row
+        (taken, dst_row)
     };
     // SAFETY: `moved` is listed in a table, so it is live; `entity` is live (the caller's
     // contract). Both locations are recorded before any value is dropped.
@@ -218,5 +240,5 @@ unsafe fn move_entity<'a>(
             },
         );
     }
-    (&mut src.table, &mut dst.table, dst_row)
+    (taken, &mut dst.table, dst_row)
 }

@@ -81,6 +81,40 @@ fn edges_are_cached_after_the_first_move() {
 }
 
 #[test]
+fn alternating_bundle_types_on_one_archetype_use_their_own_edges() {
+    // Each archetype caches the last bundle type moved along its edges: alternating two
+    // types must miss the cache each time and still find each type's own edge.
+    let mut world = World::new();
+    let ids: Vec<_> = (0..4).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    for (i, &e) in ids.iter().enumerate() {
+        if i % 2 == 0 {
+            world.insert(e, (Vel(i as f32, 1.0),)).unwrap();
+        } else {
+            world.insert(e, (7u32,)).unwrap();
+        }
+    }
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+        assert_eq!(world.has::<Vel>(e), i % 2 == 0);
+        assert_eq!(world.has::<u32>(e), i % 2 == 1);
+    }
+    for (i, &e) in ids.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(world.remove::<(Vel,)>(e), Ok((Vel(i as f32, 1.0),)));
+            assert!(world.remove::<(u32,)>(e).is_err());
+        } else {
+            assert!(world.remove::<(Vel,)>(e).is_err());
+            assert_eq!(world.remove::<(u32,)>(e), Ok((7,)));
+        }
+    }
+    assert_locations_exact(&world);
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+        assert!(!world.has::<Vel>(e) && !world.has::<u32>(e));
+    }
+}
+
+#[test]
 fn every_value_is_dropped_exactly_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let counted = |n| Counted(drops.clone(), n);
