@@ -29,6 +29,7 @@ use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
 use crate::query::RunTicks;
 use crate::resource::Resources;
+use crate::storage::drop_each;
 
 pub use entity_ref::{EntityMut, EntityRef};
 pub use spawn_batch::SpawnBatch;
@@ -422,18 +423,22 @@ impl World {
         self.flush();
         self.entities.clear();
         // Detach every table's rows first so the world is empty and consistent before any
-        // component's `Drop` runs; a panicking drop then leaks the rest instead of leaving
-        // rows that belong to freed ids.
+        // component's `Drop` runs; a panicking drop then cannot leave rows that belong to
+        // freed ids, and `drop_each` still drops every other value.
         let detached: Vec<usize> = self
             .archetypes
             .archetypes
             .iter_mut()
             .map(|a| a.table.detach_rows())
             .collect();
-        for (archetype, len) in self.archetypes.archetypes.iter_mut().zip(detached) {
-            // SAFETY: `len` came from `detach_rows` on this table just above.
-            unsafe { archetype.table.drop_detached(len) };
-        }
+        drop_each(
+            self.archetypes.archetypes.iter_mut().zip(detached),
+            |(archetype, len)| {
+                // SAFETY: `len` came from `detach_rows` on this table just above, and each
+                // table is visited once.
+                unsafe { archetype.table.drop_detached(len) }
+            },
+        );
     }
 
     /// Every archetype, including empty ones, for introspection.

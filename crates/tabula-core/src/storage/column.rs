@@ -509,16 +509,18 @@ impl Column {
         }
     }
 
-    /// Drops rows `0..len`.
+    /// Drops rows `0..len`; if one `Drop` panics, the rest are still dropped (see
+    /// [`drop_each`](super::drop_each)).
     ///
     /// # Safety
     /// Rows `0..len` are initialised and not used again.
     pub(crate) unsafe fn drop_rows(&mut self, len: usize) {
         if self.drop.is_some() {
-            for row in 0..len {
-                // SAFETY: `row < len`, initialised (the caller's contract).
+            super::drop_each(0..len, |row| {
+                // SAFETY: `row < len`, initialised (the caller's contract), and each row is
+                // visited once.
                 unsafe { self.drop_in_place(row) }
-            }
+            });
         }
     }
 

@@ -7,7 +7,9 @@
 //! the column's type.
 
 mod column;
+mod drop_each;
 mod table;
 
 pub(crate) use column::Column;
+pub(crate) use drop_each::drop_each;
 pub(crate) use table::{NO_COLUMN, TYPED_SLOTS, Table};

@@ -7,8 +7,8 @@ use crate::change::Tick;
 use crate::component::ComponentInfo;
 use crate::entity::Entity;
 
-use super::Column;
 use super::column::ColumnOffsets;
+use super::{Column, drop_each};
 
 /// Marks a column with no counterpart in a move's destination table.
 pub(crate) const NO_COLUMN: u32 = u32::MAX;
@@ -275,11 +275,11 @@ impl Table {
         }
         self.entities.swap_remove(row);
         // The removed values now sit at `last`, just past the end, owned by nobody else.
-        for column in self.columns.iter_mut() {
+        drop_each(self.columns.iter_mut(), |column| {
             // SAFETY: slot `last` holds the initialised removed value; it is past `len`, so no
-            // other path reads it again.
-            unsafe { column.drop_in_place(last) };
-        }
+            // other path reads it again, and `drop_each` visits each column once.
+            unsafe { column.drop_in_place(last) }
+        });
     }
 
     /// Moves `row` into the freshly pushed `dst_row` of `dst`: column `i` goes to
@@ -389,10 +389,11 @@ impl Table {
     /// # Safety
     /// `len` is what `detach_rows` returned, and no row was pushed since.
     pub(crate) unsafe fn drop_detached(&mut self, len: usize) {
-        for column in self.columns.iter_mut() {
-            // SAFETY: rows `0..len` still hold initialised values no row list refers to.
-            unsafe { column.drop_rows(len) };
-        }
+        drop_each(self.columns.iter_mut(), |column| {
+            // SAFETY: rows `0..len` still hold initialised values no row list refers to, and
+            // `drop_each` visits each column once.
+            unsafe { column.drop_rows(len) }
+        });
     }
 }
 

@@ -297,6 +297,43 @@ fn panicking_drop_leaves_the_world_consistent() {
 }
 
 #[test]
+fn a_panicking_drop_leaks_no_other_value() {
+    struct Bomb(bool);
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            if self.0 {
+                panic!("bomb");
+            }
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = |n| Counted(drops.clone(), n);
+    let dropped = || drops.load(Ordering::SeqCst);
+
+    // Despawn: the bomb sits in the row's first column, the counted value after it.
+    let mut world = World::new();
+    let e = world.spawn((Bomb(true), counted(1)));
+    assert!(catch_unwind(AssertUnwindSafe(|| world.despawn(e))).is_err());
+    assert_eq!(dropped(), 1, "the row's other value is dropped");
+
+    // Clear: every other row of the bomb's table, and every other table.
+    world.spawn((Bomb(false), counted(2)));
+    world.spawn((Bomb(true), counted(3)));
+    world.spawn((Bomb(false), counted(4)));
+    world.spawn((counted(5),));
+    assert!(catch_unwind(AssertUnwindSafe(|| world.clear())).is_err());
+    assert_eq!(dropped(), 5);
+    assert_eq!(world.len(), 0);
+
+    // Dropping the world.
+    world.spawn((Bomb(true), counted(6)));
+    world.spawn((Bomb(false), counted(7)));
+    world.spawn((counted(8),));
+    assert!(catch_unwind(AssertUnwindSafe(move || drop(world))).is_err());
+    assert_eq!(dropped(), 8);
+}
+
+#[test]
 fn panicking_spawn_batch_iterator_keeps_what_was_spawned() {
     let mut world = World::new();
     let result = catch_unwind(AssertUnwindSafe(|| {
