@@ -10,7 +10,16 @@
 //! Ticks are `u32` and wrap. Ages are measured backwards from "now" with wrapping
 //! subtraction, and capped at [`MAX_CHANGE_AGE`]. The world clamps every stored tick that is
 //! older than that age (each time the clock has advanced by [`CHECK_TICK_THRESHOLD`]), so an
-//! ancient tick never wraps around into looking new.
+//! ancient tick never wraps around into looking new. The clamp runs from
+//! [`World::check_change_ticks`](crate::World::check_change_ticks), which every structural
+//! change, every query run through `&mut World` and every `Schedule::run` calls; code that
+//! only ever runs queries through `&World` must call it itself now and then (at least once
+//! per [`CHECK_TICK_THRESHOLD`] runs).
+//!
+//! The world's clock itself is 64 bits and never wraps; a [`Tick`] is its low half. Queries
+//! and systems remember their last run as a [`LastRun`], a full clock reading, so a run that
+//! comes any time later (billions of ticks, a system skipped by its run condition for a
+//! day) still sees exactly the changes made since.
 
 use crate::query::RunTicks;
 
@@ -72,6 +81,48 @@ impl Tick {
             true
         } else {
             false
+        }
+    }
+}
+
+/// When a query or system last started a run, as a full (64-bit, never wrapping) reading of
+/// its world's change clock; [`World::start_run`](crate::World::start_run) turns it into the
+/// next run's [`RunTicks`].
+///
+/// ```
+/// use tabula_core::{LastRun, World};
+/// let world = World::new();
+/// let mut last = LastRun::NEVER;
+/// let first = world.start_run(&mut last);
+/// let second = world.start_run(&mut last);
+/// assert_eq!(second.last_run, first.this_run);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LastRun(u64);
+
+impl LastRun {
+    /// Never ran: every change counts as new.
+    pub const NEVER: Self = Self(0);
+
+    /// The clock reading.
+    pub(crate) fn new(clock: u64) -> Self {
+        Self(clock)
+    }
+
+    /// The run's tick (the low half of the reading).
+    pub fn tick(self) -> Tick {
+        Tick(self.0 as u32)
+    }
+
+    /// The tick to compare changes against in a run starting at clock reading `now`: this
+    /// run's tick, or the oldest tick there is when it lies [`MAX_CHANGE_AGE`] or more in the
+    /// past, since a `u32` tick that old could wrap around into looking recent.
+    #[inline]
+    pub(crate) fn seen_from(self, now: u64) -> Tick {
+        if now.wrapping_sub(self.0) >= u64::from(MAX_CHANGE_AGE) {
+            Tick::ancient(Tick(now as u32))
+        } else {
+            self.tick()
         }
     }
 }

@@ -19,11 +19,11 @@ mod unsafe_cell;
 mod view;
 
 use std::any::{TypeId, type_name};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::archetype::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, Bundles};
-use crate::change::{CHECK_TICK_THRESHOLD, Mut, Tick};
+use crate::change::{CHECK_TICK_THRESHOLD, LastRun, Mut, Tick};
 use crate::component::{Component, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
@@ -38,8 +38,9 @@ pub use view::{View, ViewMut};
 
 /// The change tick through exclusive access: no atomic operation needed.
 #[inline]
-fn tick_now(change_tick: &mut AtomicU32) -> Tick {
-    Tick::new(*change_tick.get_mut())
+fn tick_now(change_tick: &mut AtomicU64) -> Tick {
+    // A tick is the low half of the clock.
+    Tick::new(*change_tick.get_mut() as u32)
 }
 
 /// Owns all entities and their components, stored by archetype.
@@ -65,12 +66,13 @@ pub struct World {
     pub(crate) bundles: Bundles,
     pub(crate) resources: Resources,
     id: WorldId,
-    /// The tick writes are stamped with now; atomic so that a read-only query can start a
-    /// run (advance the clock) through `&World`.
-    change_tick: AtomicU32,
+    /// The change clock: its low half is the tick writes are stamped with now. 64 bits, so it
+    /// never wraps (see [`LastRun`]); atomic so that a read-only query can start a run
+    /// (advance the clock) through `&World`.
+    change_tick: AtomicU64,
     last_change_tick: Tick,
-    /// The change tick at the last clamp of old ticks (see [`crate::change`]).
-    last_check_tick: Tick,
+    /// The clock at the last clamp of old ticks (see [`crate::change`]).
+    last_check_tick: u64,
 }
 
 /// Identifies one [`World`], so state built for one world is never used with another.
@@ -119,9 +121,9 @@ impl World {
             bundles: Bundles::default(),
             resources: Resources::default(),
             id: WorldId::next(),
-            change_tick: AtomicU32::new(1),
+            change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
-            last_check_tick: Tick::new(1),
+            last_check_tick: 1,
         }
     }
 
@@ -475,31 +477,64 @@ impl World {
     /// The current change tick: what writes are stamped with now.
     #[inline]
     pub fn change_tick(&self) -> Tick {
-        Tick::new(self.change_tick.load(Ordering::Relaxed))
+        Tick::new(self.change_tick.load(Ordering::Relaxed) as u32)
     }
 
     /// Advances the change tick and returns the tick of the run that starts now: writes made
     /// during that run are stamped with it, writes after it with later ticks.
     #[inline]
     pub fn increment_change_tick(&self) -> Tick {
-        Tick::new(self.change_tick.fetch_add(1, Ordering::Relaxed))
+        Tick::new(self.change_tick.fetch_add(1, Ordering::Relaxed) as u32)
     }
 
-    /// [`increment_change_tick`](Self::increment_change_tick) through exclusive access, with
-    /// a plain add instead of an atomic one.
+    /// Starts a run of a query or system whose previous run is `last_run`: advances the clock
+    /// like [`increment_change_tick`](Self::increment_change_tick), records the new run in
+    /// `last_run`, and returns the run's ticks. However long ago the previous run was, the
+    /// changes it saw never read as new again (see [`LastRun`]).
     #[inline]
-    pub(crate) fn advance_change_tick(&mut self) -> Tick {
-        let tick = self.change_tick.get_mut();
-        let now = *tick;
-        *tick = now.wrapping_add(1);
-        Tick::new(now)
+    pub fn start_run(&self, last_run: &mut LastRun) -> RunTicks {
+        let now = self.change_tick.fetch_add(1, Ordering::Relaxed);
+        Self::run_ticks(last_run, now)
+    }
+
+    /// [`start_run`](Self::start_run) through exclusive access: a plain add instead of an
+    /// atomic one, and a chance to clamp old ticks ([`check_change_ticks`](Self::check_change_ticks)),
+    /// which keeps code that runs queries only through `&mut World` safe from wrap-around.
+    #[inline]
+    pub(crate) fn start_run_mut(&mut self, last_run: &mut LastRun) -> RunTicks {
+        self.check_change_ticks();
+        let clock = self.change_tick.get_mut();
+        let now = *clock;
+        *clock = now + 1;
+        Self::run_ticks(last_run, now)
+    }
+
+    /// The ticks of a run starting at clock reading `now`, recording it in `last_run`.
+    #[inline]
+    fn run_ticks(last_run: &mut LastRun, now: u64) -> RunTicks {
+        let ticks = RunTicks {
+            last_run: last_run.seen_from(now),
+            this_run: Tick::new(now as u32),
+        };
+        *last_run = LastRun::new(now);
+        ticks
+    }
+
+    /// The ticks of a lookup between runs (`QueryState::get`, `single`): changes since
+    /// `last_run`, seen from the current tick, without advancing the clock.
+    #[inline]
+    pub(crate) fn peek_run(&self, last_run: LastRun) -> RunTicks {
+        let now = self.change_tick.load(Ordering::Relaxed);
+        RunTicks {
+            last_run: last_run.seen_from(now),
+            this_run: Tick::new(now as u32),
+        }
     }
 
     /// Jumps the clock forward (tests of wrap-around only).
     #[cfg(test)]
     pub(crate) fn advance_change_tick_for_tests(&mut self, by: u32) {
-        let tick = self.change_tick.get_mut();
-        *tick = tick.wrapping_add(by);
+        *self.change_tick.get_mut() += u64::from(by);
     }
 
     /// This world's identity.
@@ -508,16 +543,18 @@ impl World {
     }
 
     /// Clamps every stored change tick older than [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE)
-    /// so that none can wrap around into looking new. Runs by itself from structural
-    /// operations whenever the clock has advanced [`CHECK_TICK_THRESHOLD`](crate::CHECK_TICK_THRESHOLD)
-    /// ticks; a scheduler also calls it once per run.
+    /// so that none can wrap around into looking new, once the clock has advanced
+    /// [`CHECK_TICK_THRESHOLD`](crate::CHECK_TICK_THRESHOLD) ticks since the last clamp (a
+    /// comparison otherwise). Structural operations, query runs through `&mut World` and
+    /// `Schedule::run` call it; code that runs queries only through `&World` (which cannot
+    /// clamp) must call it at least once per `CHECK_TICK_THRESHOLD` runs.
     // Inline: every structural operation calls this through `flush`, and without LTO a call
     // to a non-generic function of this crate stays a call in the user's code; the rare
     // clamp is out of line.
     #[inline]
     pub fn check_change_ticks(&mut self) {
-        let now = tick_now(&mut self.change_tick);
-        if now.get().wrapping_sub(self.last_check_tick.get()) >= CHECK_TICK_THRESHOLD {
+        let now = *self.change_tick.get_mut();
+        if now - self.last_check_tick >= u64::from(CHECK_TICK_THRESHOLD) {
             self.clamp_change_ticks(now);
         }
     }
@@ -525,12 +562,13 @@ impl World {
     /// The slow half of [`check_change_ticks`](Self::check_change_ticks).
     #[cold]
     #[inline(never)]
-    fn clamp_change_ticks(&mut self, now: Tick) {
+    fn clamp_change_ticks(&mut self, clock: u64) {
+        let now = Tick::new(clock as u32);
         for archetype in &mut self.archetypes.archetypes {
             archetype.table.check_change_ticks(now);
         }
         self.last_change_tick.clamp_age(now);
-        self.last_check_tick = now;
+        self.last_check_tick = clock;
     }
 
     /// The tick that [`Mut::is_changed`] from [`get_mut`](Self::get_mut) compares against.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
-use crate::param::{RunTicks, SystemMeta, SystemParam, SystemParamItem};
+use crate::param::{SystemMeta, SystemParam, SystemParamItem};
 
 /// Something a schedule can run: a name, a declared access, and a body.
 pub trait System: Send + Sync + 'static {
@@ -146,14 +146,13 @@ where
         let Some(state) = &mut self.state else {
             not_initialized(self.meta.name())
         };
-        let ticks = RunTicks {
-            last_run: self.meta.last_run(),
-            this_run: world.increment_change_tick(),
-        };
+        // Recorded only once the system returns, so a run that panicked does not count.
+        let mut this_run = self.meta.last_run();
+        let ticks = world.start_run(&mut this_run);
         // SAFETY: forwarded contract: initialised, archetypes updated, access held.
         let params = unsafe { F::Param::get_param(state, &self.meta, world, ticks) };
         let out = self.function.call(params);
-        self.meta.set_last_run(ticks.this_run);
+        self.meta.set_last_run(this_run);
         out
     }
 

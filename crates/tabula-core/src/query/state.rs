@@ -9,7 +9,7 @@ use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
 use crate::archetype::{Archetype, ArchetypeId};
-use crate::change::Tick;
+use crate::change::LastRun;
 use crate::entity::{Entity, EntityLocation};
 use crate::world::{UnsafeWorldCell, World, WorldId};
 
@@ -58,7 +58,7 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     /// Archetype index -> index into `matched`, or `NOT_MATCHED`.
     matched_index: Vec<u32>,
     archetypes_seen: usize,
-    last_run: Tick,
+    last_run: LastRun,
     access: Access,
     pub(crate) par_batch_size: BatchSize,
 }
@@ -124,7 +124,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             matched: Vec::new(),
             matched_index: Vec::new(),
             archetypes_seen: 0,
-            last_run: Tick::new(0),
+            last_run: LastRun::NEVER,
             access,
             par_batch_size: BatchSize::Automatic,
         };
@@ -179,42 +179,31 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// state's `last_run`.
     pub(crate) fn begin_run(&mut self, world: &World) -> RunTicks {
         self.update_archetypes(world);
-        self.start_run(world.increment_change_tick())
+        world.start_run(&mut self.last_run)
     }
 
     /// [`begin_run`](Self::begin_run) with the world held exclusively: the clock advances
-    /// without an atomic read-modify-write, which costs as much as a short query pass.
+    /// without an atomic read-modify-write, which costs as much as a short query pass, and
+    /// old ticks are clamped when due.
     pub(crate) fn begin_run_mut(&mut self, world: &mut World) -> RunTicks {
         self.update_archetypes(world);
-        self.start_run(world.advance_change_tick())
+        world.start_run_mut(&mut self.last_run)
     }
 
-    fn start_run(&mut self, this_run: Tick) -> RunTicks {
-        let ticks = RunTicks {
-            last_run: self.last_run,
-            this_run,
-        };
-        self.last_run = this_run;
-        ticks
-    }
-
-    /// The tick of this state's last run.
-    pub fn last_run(&self) -> Tick {
+    /// When this state's last run started.
+    pub fn last_run(&self) -> LastRun {
         self.last_run
     }
 
-    /// Sets the tick of the last run (schedulers keep it per system).
-    pub fn set_last_run(&mut self, tick: Tick) {
-        self.last_run = tick;
+    /// Sets when the last run started (schedulers keep it per system).
+    pub fn set_last_run(&mut self, last_run: LastRun) {
+        self.last_run = last_run;
     }
 
     /// Ticks for a lookup that is not a run (`get`, `single`): changes since the last run.
     fn peek_ticks(&mut self, world: &World) -> RunTicks {
         self.update_archetypes(world);
-        RunTicks {
-            last_run: self.last_run,
-            this_run: world.change_tick(),
-        }
+        world.peek_run(self.last_run)
     }
 
     /// Iterates the matching entities through shared access.

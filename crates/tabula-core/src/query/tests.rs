@@ -374,6 +374,55 @@ fn wrapped_ticks_never_read_as_new() {
     assert_eq!(changed.iter(&world).count(), 0);
 }
 
+/// Runs the clock `by` ticks forward in steps inside the clamp interval, calling `each`
+/// after every step.
+fn advance_in_steps(world: &mut World, by: u64, mut each: impl FnMut(&mut World)) {
+    let mut remaining = by;
+    while remaining > 0 {
+        let step = remaining.min(u64::from(CHECK_TICK_THRESHOLD) / 2) as u32;
+        world.advance_change_tick_for_tests(step);
+        each(world);
+        remaining -= u64::from(step);
+    }
+}
+
+#[test]
+fn query_runs_through_mut_world_alone_clamp_old_ticks() {
+    // Nothing but `&mut World` query runs between the write and the wrap: they must clamp.
+    let mut world = World::new();
+    world.spawn((Pos(0.0),));
+    world.spawn((Vel(0.0),));
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut other = world.query::<&mut Vel>();
+    assert_eq!(changed.iter(&world).count(), 1);
+    assert_eq!(changed.iter(&world).count(), 0);
+    advance_in_steps(&mut world, u64::from(u32::MAX) + 300, |world| {
+        other.for_each(world, |_| {});
+        assert_eq!(changed.iter_mut(world).count(), 0, "the old write reads as new");
+    });
+}
+
+#[test]
+fn a_query_idle_past_the_wrap_sees_a_fresh_write() {
+    // The state's last run lies more than `u32::MAX` ticks back; as a `u32` tick it would
+    // look recent and hide the write.
+    let mut world = World::new();
+    let e = world.spawn((Pos(0.0),));
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert_eq!(changed.iter(&world).count(), 1);
+    let since = u64::from(world.change_tick().get());
+    advance_in_steps(&mut world, u64::from(u32::MAX) - 10, World::check_change_ticks);
+    world.get_mut::<Pos>(e).unwrap().0 = 1.0;
+    advance_in_steps(&mut world, 20, World::check_change_ticks);
+    assert!(
+        u64::from(world.change_tick().get()) < since + 20,
+        "the clock wrapped"
+    );
+    assert_eq!(changed.get(&world, e).ok(), Some(e), "get between runs");
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), vec![e]);
+    assert_eq!(changed.iter(&world).count(), 0);
+}
+
 #[test]
 fn wide_and_nested_tuples() {
     let mut world = World::new();

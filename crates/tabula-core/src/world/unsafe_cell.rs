@@ -9,7 +9,8 @@
 
 use std::marker::PhantomData;
 
-use crate::change::Tick;
+use crate::change::{LastRun, Tick};
+use crate::query::RunTicks;
 
 use super::World;
 
@@ -83,6 +84,14 @@ impl<'w> UnsafeWorldCell<'w> {
         // SAFETY: only the atomic change tick is touched, through a shared reference, which
         // cannot conflict with any other holder of this cell.
         unsafe { &*self.world }.increment_change_tick()
+    }
+
+    /// [`World::start_run`]: advances the change clock and returns the ticks of a run whose
+    /// previous run is `last_run`, recording the new one there.
+    #[inline]
+    pub fn start_run(self, last_run: &mut LastRun) -> RunTicks {
+        // SAFETY: as in `increment_change_tick`.
+        unsafe { &*self.world }.start_run(last_run)
     }
 
     /// The world's current change tick.

@@ -12,7 +12,7 @@ use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
-    Access, CommandError, Component, Entity, QueryError, QueryState, Tick, UnsafeWorldCell, World,
+    Access, CommandError, Component, Entity, LastRun, QueryError, QueryState, UnsafeWorldCell, World,
 };
 
 use crate::access::SystemAccess;
@@ -28,7 +28,7 @@ pub use tabula_core::query::RunTicks;
 pub struct SystemMeta {
     name: Cow<'static, str>,
     access: SystemAccess,
-    last_run: Tick,
+    last_run: LastRun,
 }
 
 impl SystemMeta {
@@ -36,7 +36,7 @@ impl SystemMeta {
         Self {
             name,
             access: SystemAccess::default(),
-            last_run: Tick::new(0),
+            last_run: LastRun::NEVER,
         }
     }
 
@@ -56,12 +56,13 @@ impl SystemMeta {
         self.access.set_deferred();
     }
 
-    pub(crate) fn last_run(&self) -> Tick {
+    /// When the system's last completed run started.
+    pub(crate) fn last_run(&self) -> LastRun {
         self.last_run
     }
 
-    pub(crate) fn set_last_run(&mut self, tick: Tick) {
-        self.last_run = tick;
+    pub(crate) fn set_last_run(&mut self, last_run: LastRun) {
+        self.last_run = last_run;
     }
 
     /// Declares a parameter's access.
