@@ -40,15 +40,17 @@ pub struct Commands<'w, 's> {
 }
 
 impl<'w, 's> Commands<'w, 's> {
-    /// Records into `queue`, reserving new entities in `world`. Apply the queue to the same
-    /// world: elsewhere the reserved ids mean nothing and their commands fail.
+    /// Records into `queue`, reserving new entities in `world`. The queue then belongs to
+    /// `world` until it is applied: [`CommandQueue::apply`] on another world panics.
+    ///
+    /// # Panics
+    /// When `queue` already holds commands recorded for another world.
     pub fn new(queue: &'s mut CommandQueue, world: &'w World) -> Self {
-        Self::new_from_entities(queue, world.entities())
-    }
-
-    /// Like [`new`](Self::new), given the world's entity allocator directly.
-    pub fn new_from_entities(queue: &'s mut CommandQueue, entities: &'w Entities) -> Self {
-        Self { queue, entities }
+        queue.bind(world.id());
+        Self {
+            queue,
+            entities: world.entities(),
+        }
     }
 
     /// Spawns an entity with `bundle`. The id is reserved now and returned at once; the

@@ -16,7 +16,7 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
 use super::{Command, CommandError};
-use crate::world::World;
+use crate::world::{World, WorldId};
 
 /// Applies (given a world) or drops (given `None`) the command at the pointer; returns the
 /// command's result when applied.
@@ -79,6 +79,10 @@ unsafe fn consume<C: Command>(
 /// assert_eq!(world.len(), 1);
 /// ```
 ///
+/// A queue that [`Commands`](crate::Commands) recorded into belongs to that `Commands`'
+/// world: the entities it reserved exist only there, so applying it to another world panics
+/// (a mistake in the calling code) instead of acting on that world's unrelated entities.
+///
 /// `CommandQueue` is `Send` because every [`Command`] is `Send`. It is also `Sync`: no `&self`
 /// method reads or hands out the recorded commands, so sharing a `&CommandQueue` between
 /// threads shares nothing of them.
@@ -89,6 +93,9 @@ pub struct CommandQueue {
     bytes: Vec<MaybeUninit<u8>>,
     /// How many commands are recorded.
     count: usize,
+    /// The world whose [`Commands`](crate::Commands) recorded into this queue since it was
+    /// last applied, if any.
+    world: Option<WorldId>,
 }
 
 impl CommandQueue {
@@ -97,6 +104,18 @@ impl CommandQueue {
         Self {
             bytes: Vec::new(),
             count: 0,
+            world: None,
+        }
+    }
+
+    /// Ties the queue to `world` until it is applied, for [`Commands`](crate::Commands).
+    ///
+    /// # Panics
+    /// When it already holds commands recorded for another world.
+    pub(crate) fn bind(&mut self, world: WorldId) {
+        match self.world {
+            Some(bound) if bound != world => mixed_worlds(bound, world),
+            _ => self.world = Some(world),
         }
     }
 
@@ -150,7 +169,13 @@ impl CommandQueue {
     /// first.apply(&mut world);
     /// assert_eq!(world.resource::<Vec<i32>>(), Ok(&vec![1, 2]));
     /// ```
+    ///
+    /// # Panics
+    /// When the two queues hold commands recorded for different worlds.
     pub fn append(&mut self, other: &mut CommandQueue) {
+        if let Some(world) = other.world.take() {
+            self.bind(world);
+        }
         // Commands are only ever read unaligned, and moving a value is copying its bytes, so
         // the byte range can move as it is. `other` forgets the bytes without consuming them:
         // they now belong to `self` alone.
@@ -179,7 +204,17 @@ impl CommandQueue {
     /// assert!(errors[0].to_string().starts_with("despawn 0v1 skipped"));
     /// # Ok::<(), tabula_core::EntityError>(())
     /// ```
+    ///
+    /// # Panics
+    /// When [`Commands`](crate::Commands) recorded into the queue for another world (its
+    /// commands stay queued, and are dropped with it).
     pub fn apply(&mut self, world: &mut World) -> Vec<CommandError> {
+        if let Some(bound) = self.world
+            && bound != world.id()
+        {
+            applied_elsewhere(bound, world.id());
+        }
+        self.world = None;
         world.flush();
         let mut errors = Vec::new();
         let mut consume = Consume::new(self);
@@ -190,6 +225,24 @@ impl CommandQueue {
         }
         errors
     }
+}
+
+#[cold]
+#[track_caller]
+fn mixed_worlds(bound: WorldId, other: WorldId) -> ! {
+    panic!(
+        "a CommandQueue holding commands for world {bound:?} was given commands for world \
+         {other:?}; use one queue per world"
+    )
+}
+
+#[cold]
+#[track_caller]
+fn applied_elsewhere(bound: WorldId, other: WorldId) -> ! {
+    panic!(
+        "a CommandQueue recorded by Commands of world {bound:?} was applied to world \
+         {other:?}; its reserved entities exist only in the first, so apply it there"
+    )
 }
 
 impl Drop for CommandQueue {

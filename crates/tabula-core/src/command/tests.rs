@@ -294,3 +294,52 @@ fn command_errors_name_the_command_and_entity() {
     );
     assert!(errors[1].starts_with("remove_resource skipped: resource `u8` does not exist"));
 }
+
+#[test]
+fn a_queue_recorded_for_one_world_refuses_another() {
+    #[derive(Debug, PartialEq)]
+    struct Tag(&'static str);
+    let world_a = World::new();
+    let mut world_b = World::new();
+    // An entity of B whose id equals the one A reserves next.
+    let victim = world_b.spawn(());
+    let mut queue = CommandQueue::new();
+    let meant_for_a = Commands::new(&mut queue, &world_a).spawn((Tag("a"),)).id();
+    assert_eq!(meant_for_a, victim, "the ids collide, as they would in practice");
+    let result = catch_unwind(AssertUnwindSafe(|| queue.apply(&mut world_b)));
+    let message = *result.unwrap_err().downcast::<String>().unwrap();
+    assert!(message.contains("applied to world"), "{message}");
+    assert_eq!(
+        world_b.get::<Tag>(victim),
+        Err(EntityError::MissingComponent {
+            entity: victim,
+            component: std::any::type_name::<Tag>(),
+        })
+    );
+    // Mixing worlds in one queue is refused as well.
+    let mut other = CommandQueue::new();
+    Commands::new(&mut other, &world_b).spawn_empty();
+    assert!(catch_unwind(AssertUnwindSafe(|| queue.append(&mut other))).is_err());
+    let bind_other = catch_unwind(AssertUnwindSafe(|| {
+        Commands::new(&mut queue, &world_b).spawn_empty();
+    }));
+    assert!(bind_other.is_err());
+}
+
+#[test]
+fn an_applied_queue_can_be_used_for_another_world() {
+    let mut world_a = World::new();
+    let mut world_b = World::new();
+    let mut queue = CommandQueue::new();
+    Commands::new(&mut queue, &world_a).spawn((1u8,));
+    assert!(queue.apply(&mut world_a).is_empty());
+    let e = Commands::new(&mut queue, &world_b).spawn((2u8,)).id();
+    assert!(queue.apply(&mut world_b).is_empty());
+    assert_eq!(world_b.get::<u8>(e), Ok(&2));
+    // Commands pushed without `Commands` belong to no world in particular.
+    queue.push(|world: &mut World| {
+        world.spawn((3u8,));
+    });
+    assert!(queue.apply(&mut world_a).is_empty());
+    assert_eq!(world_a.len(), 2);
+}
