@@ -8,6 +8,11 @@ use tabula_core::Access;
 pub struct SystemAccess {
     /// One entry per parameter that touches data, with its name (for messages).
     params: Vec<(String, Access)>,
+    /// Accesses that only order this system against others, such as `Commands`' write of the
+    /// entity-reservation marker (which keeps id hand-out deterministic). They stand for no
+    /// data the system's other parameters can reach, so they never conflict within one
+    /// system, `&World` included.
+    ordering: Vec<(String, Access)>,
     reads_all: bool,
     exclusive: bool,
     deferred: bool,
@@ -53,9 +58,20 @@ impl SystemAccess {
         &self.params
     }
 
-    /// True when any parameter writes.
+    /// True when any parameter writes (ordering accesses included).
     pub fn writes_anything(&self) -> bool {
-        self.exclusive || self.params.iter().any(|(_, a)| !a.writes().is_empty())
+        self.exclusive
+            || self
+                .params
+                .iter()
+                .chain(&self.ordering)
+                .any(|(_, a)| !a.writes().is_empty())
+    }
+
+    /// Adds an access that only orders this system against others (see the `ordering`
+    /// field): it is not checked against this system's own parameters.
+    pub fn add_ordering(&mut self, name: String, access: Access) {
+        self.ordering.push((name, access));
     }
 
     /// Adds a parameter's access, checking it against the parameters already added.
@@ -83,6 +99,7 @@ impl SystemAccess {
     /// Adds another system's access wholesale (run conditions join their system's access).
     pub fn absorb(&mut self, other: &SystemAccess) {
         self.params.extend(other.params.iter().cloned());
+        self.ordering.extend(other.ordering.iter().cloned());
         self.reads_all |= other.reads_all;
         self.exclusive |= other.exclusive;
         self.deferred |= other.deferred;
@@ -96,8 +113,8 @@ impl SystemAccess {
         if (self.reads_all && other.writes_anything()) || (other.reads_all && self.writes_anything()) {
             return true;
         }
-        self.params
-            .iter()
-            .any(|(_, a)| other.params.iter().any(|(_, b)| !a.conflicts(b).is_empty()))
+        let ours = || self.params.iter().chain(&self.ordering);
+        let theirs = || other.params.iter().chain(&other.ordering);
+        ours().any(|(_, a)| theirs().any(|(_, b)| !a.conflicts(b).is_empty()))
     }
 }

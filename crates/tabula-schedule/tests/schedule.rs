@@ -2,7 +2,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use tabula_core::{Changed, Entity, With, Without, World};
+use tabula_core::{Changed, Commands, Entity, With, Without, World};
 use tabula_schedule::prelude::*;
 use tabula_schedule::{IntoSystem, ScheduleBuildError, System};
 
@@ -206,7 +206,58 @@ fn aliasing_params_panic_naming_system_params_and_component() {
     let mut schedule = Schedule::new();
     schedule.add_systems(bad_res);
     let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
-    assert!(err.downcast_ref::<String>().unwrap().contains("Log"));
+    let message = err.downcast_ref::<String>().unwrap();
+    assert!(message.contains("Log"), "{message}");
+    assert!(
+        !message.contains("Without"),
+        "no query advice for resources: {message}"
+    );
+
+    // A write beside `&World`, in either order, is refused with advice that fits.
+    fn world_then_write(_w: &World, _q: Query<&mut Position>) {}
+    fn write_then_world(_q: Query<&mut Position>, _w: &World) {}
+    for message in [
+        system_panic(|s| s.add_systems(world_then_write)),
+        system_panic(|s| s.add_systems(write_then_world)),
+    ] {
+        assert!(
+            message.contains("&mut World") && message.contains("&World"),
+            "{message}"
+        );
+        assert!(!message.contains("Without"), "{message}");
+    }
+}
+
+/// The panic message of running a schedule built by `build` on an empty world.
+fn system_panic(build: impl FnOnce(&mut Schedule) -> &mut Schedule) -> String {
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    build(&mut schedule);
+    let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+    err.downcast_ref::<String>()
+        .cloned()
+        .expect("a formatted panic message")
+}
+
+#[test]
+fn commands_beside_world_or_more_commands_are_fine() {
+    // `Commands` only reserves ids (atomically) and records into its own queue, so it does
+    // not alias `&World` or another `Commands`; it is still ordered against other systems.
+    fn spawn_from_view(world: &World, mut commands: Commands, mut more: Commands) {
+        let n = world.len();
+        commands.spawn((n,));
+        more.spawn((n + 100,));
+    }
+    fn view_then_commands(_c: Commands, world: &World) {
+        assert!(world.len() < 100);
+    }
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems((spawn_from_view, view_then_commands.after(spawn_from_view)));
+    schedule.run(&mut world);
+    let mut values: Vec<u32> = world.query::<&u32>().iter(&world).copied().collect();
+    values.sort();
+    assert_eq!(values, [0, 100]);
 }
 
 #[test]

@@ -27,7 +27,7 @@ unsafe impl SystemParam for Commands<'_, '_> {
         let id = world.register_resource::<EntityReservations>();
         let mut access = Access::default();
         access.add_write(id).expect("a fresh access cannot conflict");
-        meta.add_param_access(world, "Commands", access);
+        meta.add_ordering_access("Commands", access);
         meta.set_deferred();
         CommandQueue::new()
     }

@@ -71,16 +71,40 @@ impl SystemMeta {
     /// When it aliases an earlier parameter of the same system; the message names the
     /// system, both parameters and the component, and says how to fix it.
     pub fn add_param_access(&mut self, world: &World, param: &str, access: Access) {
-        if let Err((other, ids)) = self.access.add_param(param.to_string(), access) {
-            let names: Vec<&str> = ids.iter().map(|&id| world.components().info(id).name()).collect();
+        let names = |ids: &mut dyn Iterator<Item = tabula_core::ComponentId>| {
+            ids.map(|id| world.components().info(id).name())
+                .collect::<Vec<_>>()
+                .join("`, `")
+        };
+        if self.access.reads_all() && !access.writes().is_empty() {
             panic!(
-                "system `{}`: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
-                 writes what the other reads or writes. Add a `Without<..>` filter to one query so they \
-                 cannot match the same entity, or merge them into one parameter.",
+                "system `{}`: parameter `{param}` writes `{}`, but parameter `&World` reads the whole \
+                 world. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
                 self.name,
-                names.join("`, `"),
+                names(&mut access.writes().ids()),
             );
         }
+        if let Err((other, ids)) = self.access.add_param(param.to_string(), access) {
+            let is_query = |name: &str| name.starts_with("Query<") || name.contains("::Query<");
+            let advice = if is_query(param) && is_query(&other) {
+                "Add a `Without<..>` filter to one query so they cannot match the same entity, or \
+                 merge them into one parameter."
+            } else {
+                "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say)."
+            };
+            panic!(
+                "system `{}`: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
+                 writes what the other reads or writes. {advice}",
+                self.name,
+                names(&mut ids.into_iter()),
+            );
+        }
+    }
+
+    /// Declares an access that only orders the system against other systems, never against
+    /// its own parameters (e.g. `Commands`' write of the entity-reservation marker).
+    pub fn add_ordering_access(&mut self, param: &str, access: Access) {
+        self.access.add_ordering(param.to_string(), access);
     }
 
     /// Declares that the system reads the whole world (`&World`).
