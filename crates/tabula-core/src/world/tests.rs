@@ -16,6 +16,17 @@ impl Drop for Counted {
     }
 }
 
+/// A component whose `Drop` panics when armed.
+struct Bomb(bool);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 {
+            panic!("bomb");
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32, f32);
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -264,14 +275,6 @@ fn reserve_then_flush_then_spawn_at() {
 
 #[test]
 fn panicking_drop_leaves_the_world_consistent() {
-    struct Bomb(bool);
-    impl Drop for Bomb {
-        fn drop(&mut self) {
-            if self.0 {
-                panic!("bomb");
-            }
-        }
-    }
     let mut world = World::new();
     let a = world.spawn((Bomb(false), 1u32));
     let b = world.spawn((Bomb(true), 2u32));
@@ -298,14 +301,6 @@ fn panicking_drop_leaves_the_world_consistent() {
 
 #[test]
 fn a_panicking_drop_leaks_no_other_value() {
-    struct Bomb(bool);
-    impl Drop for Bomb {
-        fn drop(&mut self) {
-            if self.0 {
-                panic!("bomb");
-            }
-        }
-    }
     let drops = Arc::new(AtomicUsize::new(0));
     let counted = |n| Counted(drops.clone(), n);
     let dropped = || drops.load(Ordering::SeqCst);
