@@ -71,8 +71,11 @@ pub struct World {
     /// (advance the clock) through `&World`.
     change_tick: AtomicU64,
     last_change_tick: Tick,
-    /// The clock at the last clamp of old ticks (see [`crate::change`]).
-    last_check_tick: u64,
+    /// The clock at which old ticks are next clamped (see [`crate::change`]):
+    /// [`CHECK_TICK_THRESHOLD`] past the last clamp. Stored as the deadline rather than the
+    /// last clamp, so that the check every structural operation makes is one comparison
+    /// (callgrind: two instructions fewer per insert or remove).
+    next_check_tick: u64,
 }
 
 /// Identifies one [`World`], so state built for one world is never used with another.
@@ -123,7 +126,7 @@ impl World {
             id: WorldId::next(),
             change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
-            last_check_tick: 1,
+            next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
         }
     }
 
@@ -554,7 +557,7 @@ impl World {
     #[inline]
     pub fn check_change_ticks(&mut self) {
         let now = *self.change_tick.get_mut();
-        if now - self.last_check_tick >= u64::from(CHECK_TICK_THRESHOLD) {
+        if now >= self.next_check_tick {
             self.clamp_change_ticks(now);
         }
     }
@@ -568,7 +571,8 @@ impl World {
             archetype.table.check_change_ticks(now);
         }
         self.last_change_tick.clamp_age(now);
-        self.last_check_tick = clock;
+        // The clock counts runs from 1 and never nears `u64::MAX`; saturating all the same.
+        self.next_check_tick = clock.saturating_add(u64::from(CHECK_TICK_THRESHOLD));
     }
 
     /// The tick that [`Mut::is_changed`] from [`get_mut`](Self::get_mut) compares against.

@@ -86,6 +86,9 @@ pub(crate) struct InsertEdge {
 }
 
 /// Moving an entity that loses a bundle.
+///
+/// Invariant: `target` is the source archetype exactly when `missing` is set or the bundle has
+/// no fields; otherwise the target lacks the bundle's components, which the source has.
 pub(crate) struct RemoveEdge {
     pub(crate) target: ArchetypeId,
     /// Source column `i` moves to target column `move_map[i]`, or is removed (`NO_COLUMN`).

@@ -146,8 +146,11 @@ impl World {
         if let Some(component) = edge.missing {
             return Err(EntityError::MissingComponent { entity, component });
         }
-        if edge.target == location.archetype {
-            // Only the empty bundle removes nothing and stays put.
+        // Only the empty bundle removes nothing and stays put: for any other, an edge without
+        // a missing component leads elsewhere (`RemoveEdge` invariant), so the test folds to a
+        // constant.
+        if B::FIELDS == 0 {
+            debug_assert!(edge.target == location.archetype);
             // SAFETY: `B` has no fields, so nothing is read.
             return Ok(unsafe {
                 B::take_at(
@@ -158,11 +161,13 @@ impl World {
             });
         }
 
+        debug_assert!(edge.target != location.archetype);
         let now = super::tick_now(&mut self.change_tick);
-        // SAFETY: the target's set is the source's minus `B`, so `move_map` fills every target
-        // column; `B`'s columns are the unmapped ones, and `take_at` moves their values out
-        // at the entity's row (`bundle_columns` are those source columns, one per field,
-        // each read once) before `move_row` overwrites them.
+        // SAFETY: the target differs from the source (above); the target's set is the
+        // source's minus `B`, so `move_map` fills every target column; `B`'s columns are the
+        // unmapped ones, and `take_at` moves their values out at the entity's row
+        // (`bundle_columns` are those source columns, one per field, each read once) before
+        // `move_row` overwrites them.
         let (removed, _, _) = unsafe {
             move_entity(
                 &mut self.archetypes.archetypes,
@@ -218,27 +223,31 @@ unsafe fn move_entity<'a, R>(
     let (src, dst) = unsafe { pair_mut_unchecked(archetypes, location.archetype, target) };
     // SAFETY: `push_uninit` reserves before it records anything (the only step that can
     // fail), and it comes first, so nothing can panic once `take` has moved values out; the
-    // map satisfies `move_row`'s contract (the caller's, with `take` emptying the unmapped
-    // slots), and the caller fills the rest of the row.
-    let (taken, dst_row) = unsafe {
-        let dst_row = dst.table.push_uninit(entity);
-        let taken = take(&src.table, row);
-        src.table.move_row(row, &mut dst.table, dst_row, move_map, now);
-        (taken, dst_row)
-    };
-    // SAFETY: `moved` is listed in a table, so it is live; `entity` is live (the caller's
-    // contract). Both locations are recorded before any value is dropped.
-    unsafe {
-        if let Some(&moved) = src.table.entities().get(row) {
+    // row is filled by `move_row` and the caller, with nothing in between that can panic.
+    let dst_row = unsafe { dst.table.push_uninit(entity) };
+    let taken = take(&src.table, row);
+    let record = |moved: Entity| {
+        // SAFETY: `moved` was listed in the table, so it is live; `entity` is live (the
+        // caller's contract). When `moved` is `entity` itself (it was the last row), the
+        // second write replaces the first: no test. Both are recorded before any value is
+        // dropped.
+        unsafe {
             entities.set_location_unchecked(moved, location);
+            entities.set_location_unchecked(
+                entity,
+                EntityLocation {
+                    archetype: target,
+                    row: dst_row as u32,
+                },
+            );
         }
-        entities.set_location_unchecked(
-            entity,
-            EntityLocation {
-                archetype: target,
-                row: dst_row as u32,
-            },
-        );
-    }
+    };
+    // SAFETY: the map satisfies `move_row`'s contract (the caller's, with `take` having
+    // emptied the unmapped slots), `dst_row` was just pushed, and the caller fills the rest of
+    // the row; `record` cannot panic and touches no table.
+    unsafe {
+        src.table
+            .move_row(row, &mut dst.table, dst_row, move_map, now, record)
+    };
     (taken, &mut dst.table, dst_row)
 }
