@@ -366,7 +366,8 @@ macro_rules! tuple_bundle {
                     // exactly once (the caller's contract).
                     unsafe {
                         let column = *columns.get_unchecked($index) as usize;
-                        table.column_unchecked(column).ptr(row).cast::<$name>().read()
+                        // Typed, the row offset needs no load of the value size.
+                        table.column_unchecked(column).data_ptr().cast::<$name>().add(row).read()
                     },
                 )*)
             }

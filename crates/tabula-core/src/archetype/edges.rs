@@ -9,7 +9,7 @@ use std::any::TypeId;
 use super::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, BundleInfo, Bundles};
 use crate::component::Components;
-use crate::storage::NO_COLUMN;
+use crate::storage::{NO_COLUMN, move_target};
 
 /// A dense index naming one bundle type inside one world.
 pub(crate) type BundleId = usize;
@@ -77,7 +77,8 @@ fn cached<B: Bundle>(last: (TypeId, u32)) -> Option<usize> {
 /// Moving an entity that gains a bundle.
 pub(crate) struct InsertEdge {
     pub(crate) target: ArchetypeId,
-    /// Source column `i` moves to target column `move_map[i]`.
+    /// Source column `i` moves to the target column `move_map[i]` names (a
+    /// [`move_target`](crate::storage::move_target)).
     pub(crate) move_map: Box<[u32]>,
     /// Bundle field `i` is written to target column `bundle_columns[i]`.
     pub(crate) bundle_columns: Box<[u32]>,
@@ -91,7 +92,8 @@ pub(crate) struct InsertEdge {
 /// no fields; otherwise the target lacks the bundle's components, which the source has.
 pub(crate) struct RemoveEdge {
     pub(crate) target: ArchetypeId,
-    /// Source column `i` moves to target column `move_map[i]`, or is removed (`NO_COLUMN`).
+    /// Source column `i` moves to the target column `move_map[i]` names (a
+    /// [`move_target`](crate::storage::move_target)), or is removed (`NO_COLUMN`).
     pub(crate) move_map: Box<[u32]>,
     /// Bundle field `i` is read from source column `bundle_columns[i]`.
     pub(crate) bundle_columns: Box<[u32]>,
@@ -103,7 +105,7 @@ pub(crate) struct RemoveEdge {
 fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
     from.component_ids()
         .iter()
-        .map(|&c| to.column_of(c).map_or(NO_COLUMN, |col| col as u32))
+        .map(|&c| to.column_of(c).map_or(NO_COLUMN, move_target))
         .collect()
 }
 

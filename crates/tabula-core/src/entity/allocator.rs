@@ -278,6 +278,32 @@ impl Entities {
         unsafe { self.meta.get_unchecked_mut(entity.index() as usize).location = location };
     }
 
+    /// Records both locations a one-row move changes: `filler`, which took `entity`'s old row
+    /// `old`, then `entity` at `new`. When `filler` is `entity` (it was the last row), the
+    /// second write stands. One read of the slot array serves both writes (two calls of
+    /// [`set_location_unchecked`](Self::set_location_unchecked) read it twice: the first
+    /// write might, for all the compiler knows, have changed it).
+    ///
+    /// # Safety
+    /// Both entities are live.
+    #[inline]
+    pub(crate) unsafe fn record_move(
+        &mut self,
+        filler: Entity,
+        old: EntityLocation,
+        entity: Entity,
+        new: EntityLocation,
+    ) {
+        debug_assert!(self.get(filler).is_some(), "record_move of dead {filler:?}");
+        debug_assert!(self.get(entity).is_some(), "record_move of dead {entity:?}");
+        let meta = self.meta.as_mut_ptr();
+        // SAFETY: a live entity's index is a slot of `meta` (the caller's contract).
+        unsafe {
+            (*meta.add(filler.index() as usize)).location = old;
+            (*meta.add(entity.index() as usize)).location = new;
+        }
+    }
+
     /// Records `entities[i]` at row `first_row + i` of `archetype`, for a table's rows that
     /// just moved in.
     ///

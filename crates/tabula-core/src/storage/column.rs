@@ -408,18 +408,17 @@ impl Column {
     /// (it is overwritten).
     #[inline(always)]
     pub(crate) unsafe fn refill(&mut self, row: usize, last: usize) {
-        // Fields first, as in `move_out`.
-        let (size, data, added, changed) = (
-            self.item.size(),
-            self.data.as_ptr(),
-            self.added.as_ptr(),
-            self.changed.as_ptr(),
-        );
+        // Fields read once, and the value fields after the tick copies, as in `move_out`.
+        let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
         // SAFETY: in-bounds rows of this column's arrays (the caller's contract); for
         // `row == last` the same slot.
         unsafe {
             *added.add(row) = *added.add(last);
             *changed.add(row) = *changed.add(last);
+        }
+        let (size, data) = (self.item.size(), self.data.as_ptr());
+        // SAFETY: as above.
+        unsafe {
             match size {
                 // As in `move_out`.
                 0 => std::hint::cold_path(),

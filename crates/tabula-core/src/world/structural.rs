@@ -65,11 +65,27 @@ impl World {
             return Ok(());
         }
 
+        // A one-field bundle that moves the entity replaces nothing: had the entity its one
+        // component, the edge would be the self-edge. Then the plain write skips the test,
+        // and comes before the row's other values move: nothing the caller holds is needed
+        // after the column loop (callgrind: 5 to 10 instructions fewer per insert).
+        debug_assert!(B::FIELDS != 1 || !edge.replaced[0]);
+        let write_first = |_: &Table, _: usize, dst: &mut Table, dst_row: usize| {
+            if B::FIELDS == 1 {
+                // SAFETY: the bundle's one column is left empty by `move_map`, so its slot at
+                // the freshly pushed row is uninitialised until written here.
+                unsafe { bundle.write_new(dst, &edge.bundle_columns, dst_row, tick) };
+                None
+            } else {
+                Some(bundle)
+            }
+        };
         // SAFETY: `move_map` maps every source column to the target column of the same
         // component (the target's set is a superset); the target columns it leaves empty are
-        // exactly the fields with `replaced == false`, which `write_or_replace` fills next,
-        // and writing cannot panic.
-        let ((), dst, dst_row) = unsafe {
+        // exactly the fields with `replaced == false`, which `write_new` fills before the move
+        // (for one field) or `write_or_replace` after it, and writing cannot panic. Old values
+        // (if any) are dropped only after every field is written.
+        let (rest, dst, dst_row) = unsafe {
             move_entity(
                 &mut self.archetypes.archetypes,
                 &mut self.entities,
@@ -78,19 +94,12 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 tick,
-                |_, _| (),
+                write_first,
             )
         };
-        // A one-field bundle that moves the entity replaces nothing: had the entity its one
-        // component, the edge would be the self-edge. Then the plain write skips the test.
-        debug_assert!(B::FIELDS != 1 || !edge.replaced[0]);
-        // SAFETY: see above; old values (if any) are dropped only after every field is written.
-        unsafe {
-            if B::FIELDS == 1 {
-                bundle.write_new(dst, &edge.bundle_columns, dst_row, tick);
-            } else {
-                bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick);
-            }
+        if let Some(bundle) = rest {
+            // SAFETY: see above.
+            unsafe { bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick) };
         }
         Ok(())
     }
@@ -177,7 +186,7 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 now,
-                |src, row| B::take_at(src, &edge.bundle_columns, row),
+                |src, row, _, _| B::take_at(src, &edge.bundle_columns, row),
             )
         };
         Ok(removed)
@@ -191,9 +200,10 @@ impl World {
 
 /// Moves `entity`'s row from `location` to archetype `target` along `move_map` and records
 /// the new locations of `entity` and of the entity that filled its old row. Before the row
-/// moves, `take` gets the source table and the row, to move out the values of the columns
-/// `move_map` leaves unmapped. Returns what `take` returned, the target table and the
-/// entity's new row there.
+/// moves, `before` gets the source table and the row, and the target table and the entity's
+/// new row there: to move out the values of the source columns `move_map` leaves unmapped,
+/// or to fill the target columns it leaves empty. Returns what `before` returned, the
+/// target table and the new row.
 ///
 /// Always inlined: it is the body of every insert and remove, and a call would spill the
 /// half-dozen values both sides keep in registers.
@@ -202,9 +212,11 @@ impl World {
 /// `target != location.archetype` is an existing archetype; `location` is `entity`'s live
 /// location; `move_map` has one
 /// entry per source column, naming a target column of the same component type (all distinct)
-/// or `NO_COLUMN`. `take` must move out (or drop) the value at the given row of every source
-/// column mapped to `NO_COLUMN`, and must not panic. The caller must fill every target
-/// column the map leaves empty at the returned row, with nothing in between that can panic.
+/// or `NO_COLUMN`. `before` must move out (or drop) the value at the given row of every
+/// source column mapped to `NO_COLUMN`, may write (only) target columns the map leaves
+/// empty at the new row, and must not panic. The caller must fill every target column the
+/// map leaves empty that `before` did not, at the returned row, with nothing in between that
+/// can panic.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn move_entity<'a, R>(
@@ -215,25 +227,25 @@ unsafe fn move_entity<'a, R>(
     target: ArchetypeId,
     move_map: &[u32],
     now: Tick,
-    take: impl FnOnce(&Table, usize) -> R,
+    before: impl FnOnce(&Table, usize, &mut Table, usize) -> R,
 ) -> (R, &'a mut Table, usize) {
     let row = location.row as usize;
     // SAFETY: a live entity's location names an existing archetype, and so does an edge's
     // target (archetypes are never removed); they differ (the caller's contract).
     let (src, dst) = unsafe { pair_mut_unchecked(archetypes, location.archetype, target) };
     // SAFETY: `push_uninit` reserves before it records anything (the only step that can
-    // fail), and it comes first, so nothing can panic once `take` has moved values out; the
-    // row is filled by `move_row` and the caller, with nothing in between that can panic.
+    // fail), and it comes first, so nothing can panic once `before` has moved values out; the
+    // row is filled by `before`, `move_row` and the caller, with nothing in between that can
+    // panic.
     let dst_row = unsafe { dst.table.push_uninit(entity) };
-    let taken = take(&src.table, row);
+    let taken = before(&src.table, row, &mut dst.table, dst_row);
     let record = |moved: Entity| {
         // SAFETY: `moved` was listed in the table, so it is live; `entity` is live (the
-        // caller's contract). When `moved` is `entity` itself (it was the last row), the
-        // second write replaces the first: no test. Both are recorded before any value is
-        // dropped.
+        // caller's contract). Both are recorded before any value is dropped.
         unsafe {
-            entities.set_location_unchecked(moved, location);
-            entities.set_location_unchecked(
+            entities.record_move(
+                moved,
+                location,
                 entity,
                 EntityLocation {
                     archetype: target,
@@ -242,7 +254,7 @@ unsafe fn move_entity<'a, R>(
             );
         }
     };
-    // SAFETY: the map satisfies `move_row`'s contract (the caller's, with `take` having
+    // SAFETY: the map satisfies `move_row`'s contract (the caller's, with `before` having
     // emptied the unmapped slots), `dst_row` was just pushed, and the caller fills the rest of
     // the row; `record` cannot panic and touches no table.
     unsafe {
