@@ -150,27 +150,51 @@ pub(crate) struct BundleInfo {
 }
 
 /// The bundle types a world has seen.
+#[derive(Default)]
 pub(crate) struct Bundles {
     pub(crate) infos: Vec<BundleInfo>,
     by_type: TypeIdMap<BundleId>,
-    /// The bundle type looked up last. Games tend to repeat one bundle type many times in a
-    /// row (a spawn loop, an insert/remove pass), so this one comparison saves the hash probe.
-    /// Starts as [`NoBundle`], which matches no bundle: cheaper than an `Option`, whose
-    /// discriminant costs a test per lookup.
-    last: (TypeId, BundleId),
+    /// The bundle type looked up last and its id. Games tend to repeat one bundle type many
+    /// times in a row (a spawn loop, an insert/remove pass), so this one comparison saves the
+    /// hash probe.
+    last: LastBundle<BundleId>,
 }
 
-/// Fills [`Bundles::last`] before any lookup. Not a [`Bundle`] (no tuple of components), so
-/// no `TypeId::of::<B>()` equals its `TypeId`.
+/// A one-entry cache keyed by bundle type: the type looked up last and what was found for it
+/// (a bundle id, or an archetype's edge). The whole `TypeId` is compared, so a hit is exact.
+#[derive(Clone, Copy)]
+pub(crate) struct LastBundle<V> {
+    type_id: TypeId,
+    value: V,
+}
+
+/// Fills an empty [`LastBundle`]. Not a [`Bundle`] (no tuple of components), so no
+/// `TypeId::of::<B>()` equals its `TypeId`: cheaper than an `Option`, whose discriminant
+/// would cost a test per lookup.
 enum NoBundle {}
 
-impl Default for Bundles {
+impl<V: Default> Default for LastBundle<V> {
     fn default() -> Self {
         Self {
-            infos: Vec::new(),
-            by_type: TypeIdMap::default(),
-            last: (TypeId::of::<NoBundle>(), 0),
+            type_id: TypeId::of::<NoBundle>(),
+            value: V::default(),
         }
+    }
+}
+
+impl<V: Copy> LastBundle<V> {
+    /// What was cached for bundle type `B`, if the entry is `B`'s.
+    #[inline]
+    pub(crate) fn get<B: Bundle>(&self) -> Option<V> {
+        (self.type_id == TypeId::of::<B>()).then_some(self.value)
+    }
+
+    /// Caches `value` for bundle type `B`.
+    pub(crate) fn set<B: Bundle>(&mut self, value: V) {
+        *self = Self {
+            type_id: TypeId::of::<B>(),
+            value,
+        };
     }
 }
 
@@ -181,16 +205,14 @@ impl Bundles {
     /// When `B` lists a component type twice (a programmer error in the calling code).
     #[inline]
     pub(crate) fn id_of<B: Bundle>(&mut self, components: &mut Components) -> BundleId {
-        let type_id = TypeId::of::<B>();
-        let (last, id) = self.last;
-        if last == type_id {
+        if let Some(id) = self.last.get::<B>() {
             return id;
         }
-        let id = match self.by_type.get(&type_id) {
+        let id = match self.by_type.get(&TypeId::of::<B>()) {
             Some(&id) => id,
             None => self.register::<B>(components),
         };
-        self.last = (type_id, id);
+        self.last.set::<B>(id);
         id
     }
 

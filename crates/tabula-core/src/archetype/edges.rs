@@ -4,10 +4,8 @@
 //! and carries the column mappings the move needs, so that after the first time, a structural
 //! change costs one indexed load instead of a set computation and a hash of the result.
 
-use std::any::TypeId;
-
 use super::{Archetype, ArchetypeId, Archetypes};
-use crate::bundle::{Bundle, BundleInfo, Bundles};
+use crate::bundle::{Bundle, BundleInfo, Bundles, LastBundle};
 use crate::component::Components;
 use crate::storage::{NO_COLUMN, move_target};
 
@@ -17,6 +15,7 @@ pub(crate) type BundleId = usize;
 const NO_EDGE: u32 = u32::MAX;
 
 /// Per-archetype edge slots, indexed by [`BundleId`]; each names an edge in [`Archetypes`].
+#[derive(Default)]
 pub(crate) struct Edges {
     insert: Vec<u32>,
     remove: Vec<u32>,
@@ -24,25 +23,25 @@ pub(crate) struct Edges {
     /// edge. A run of one-entity moves tends to repeat one bundle type, and then this one
     /// comparison replaces the bundle-id lookup and the slot lookup (callgrind, 10k entities:
     /// 207 → 194 instructions per insert or remove; a miss costs a call more than before).
-    /// Starts as [`NoBundle`], which matches no bundle.
     ///
     /// Invariant: the edge named is this archetype's edge for that bundle type; edges are
     /// never removed, so it stays valid.
-    last_insert: (TypeId, u32),
-    last_remove: (TypeId, u32),
+    last_insert: LastBundle<u32>,
+    last_remove: LastBundle<u32>,
 }
 
-/// Fills the `last_*` caches of [`Edges`] before any lookup. Not a [`Bundle`] (no tuple of
-/// components), so no `TypeId::of::<B>()` equals its `TypeId`.
-enum NoBundle {}
+/// The two kinds of edge, for the code both share.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EdgeKind {
+    Insert,
+    Remove,
+}
 
-impl Default for Edges {
-    fn default() -> Self {
-        Self {
-            insert: Vec::new(),
-            remove: Vec::new(),
-            last_insert: (TypeId::of::<NoBundle>(), NO_EDGE),
-            last_remove: (TypeId::of::<NoBundle>(), NO_EDGE),
+impl Edges {
+    fn last_mut(&mut self, kind: EdgeKind) -> &mut LastBundle<u32> {
+        match kind {
+            EdgeKind::Insert => &mut self.last_insert,
+            EdgeKind::Remove => &mut self.last_remove,
         }
     }
 }
@@ -65,13 +64,6 @@ fn store(slots: &mut Vec<u32>, bundle: BundleId, edge: usize) {
         slots.resize(bundle + 1, NO_EDGE);
     }
     slots[bundle] = u32::try_from(edge).expect("too many archetype edges");
-}
-
-/// The edge cached for bundle type `B` in `last`, if it is `B`'s.
-#[inline]
-fn cached<B: Bundle>(last: (TypeId, u32)) -> Option<usize> {
-    // The whole `TypeId` is compared, so a hit is exact.
-    (last.0 == TypeId::of::<B>()).then_some(last.1 as usize)
 }
 
 /// Moving an entity that gains a bundle.
@@ -123,30 +115,8 @@ impl Archetypes {
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
-        // SAFETY: `source` exists (the caller's contract); unchecked, this costs nothing
-        // beyond the comparison.
-        let last = unsafe { self.archetypes.get_unchecked(source.index()).edges.last_insert };
-        match cached::<B>(last) {
-            Some(edge) => edge,
-            None => self.insert_edge_uncached::<B>(registry, bundles, source),
-        }
-    }
-
-    /// The slow half of [`insert_edge_of`](Self::insert_edge_of): looks the edge up by bundle
-    /// id, and caches it.
-    #[cold]
-    #[inline(never)]
-    fn insert_edge_uncached<B: Bundle>(
-        &mut self,
-        registry: &mut Components,
-        bundles: &mut Bundles,
-        source: ArchetypeId,
-    ) -> usize {
-        let bundle = bundles.id_of::<B>(registry);
-        let edge = self.insert_edge(registry, source, bundles, bundle);
-        // Edge indices fit in a `u32` (`store` checked).
-        self.archetypes[source.index()].edges.last_insert = (TypeId::of::<B>(), edge as u32);
-        edge
+        // SAFETY: the caller's contract.
+        unsafe { self.edge_of::<B>(EdgeKind::Insert, registry, bundles, source) }
     }
 
     /// The edge for removing bundle type `B` from entities of `source`, cached as in
@@ -161,28 +131,57 @@ impl Archetypes {
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe { self.edge_of::<B>(EdgeKind::Remove, registry, bundles, source) }
+    }
+
+    /// [`insert_edge_of`](Self::insert_edge_of) or [`remove_edge_of`](Self::remove_edge_of);
+    /// `kind` is a constant once inlined.
+    ///
+    /// # Safety
+    /// `source` is an existing archetype.
+    #[inline(always)]
+    unsafe fn edge_of<B: Bundle>(
+        &mut self,
+        kind: EdgeKind,
+        registry: &mut Components,
+        bundles: &mut Bundles,
+        source: ArchetypeId,
+    ) -> usize {
         // SAFETY: `source` exists (the caller's contract); unchecked, this costs nothing
         // beyond the comparison.
-        let last = unsafe { self.archetypes.get_unchecked(source.index()).edges.last_remove };
-        match cached::<B>(last) {
-            Some(edge) => edge,
-            None => self.remove_edge_uncached::<B>(registry, bundles, source),
+        let edges = unsafe { &self.archetypes.get_unchecked(source.index()).edges };
+        let last = match kind {
+            EdgeKind::Insert => &edges.last_insert,
+            EdgeKind::Remove => &edges.last_remove,
+        };
+        match last.get::<B>() {
+            Some(edge) => edge as usize,
+            None => self.edge_uncached::<B>(kind, registry, bundles, source),
         }
     }
 
-    /// The slow half of [`remove_edge_of`](Self::remove_edge_of): looks the edge up by bundle
-    /// id, and caches it.
+    /// The slow half of [`edge_of`](Self::edge_of): looks the edge up by bundle id, and
+    /// caches it.
     #[cold]
     #[inline(never)]
-    fn remove_edge_uncached<B: Bundle>(
+    fn edge_uncached<B: Bundle>(
         &mut self,
+        kind: EdgeKind,
         registry: &mut Components,
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
         let bundle = bundles.id_of::<B>(registry);
-        let edge = self.remove_edge(registry, source, bundles, bundle);
-        self.archetypes[source.index()].edges.last_remove = (TypeId::of::<B>(), edge as u32);
+        let edge = match kind {
+            EdgeKind::Insert => self.insert_edge(registry, source, bundles, bundle),
+            EdgeKind::Remove => self.remove_edge(registry, source, bundles, bundle),
+        };
+        // Edge indices fit in a `u32` (`store` checked).
+        self.archetypes[source.index()]
+            .edges
+            .last_mut(kind)
+            .set::<B>(edge as u32);
         edge
     }
 
