@@ -19,7 +19,8 @@
 //! The world's clock itself is 64 bits and never wraps; a [`Tick`] is its low half. Queries
 //! and systems remember their last run as a [`LastRun`], a full clock reading, so a run that
 //! comes any time later (billions of ticks, a system skipped by its run condition for a
-//! day) still sees exactly the changes made since.
+//! day) still sees the changes of the last [`MAX_CHANGE_AGE`] ticks, and none it saw
+//! before. (Changes older than that read as not new, as every tick that old does.)
 
 use crate::query::RunTicks;
 

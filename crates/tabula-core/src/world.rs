@@ -493,7 +493,8 @@ impl World {
     /// Starts a run of a query or system whose previous run is `last_run`: advances the clock
     /// like [`increment_change_tick`](Self::increment_change_tick), records the new run in
     /// `last_run`, and returns the run's ticks. However long ago the previous run was, the
-    /// changes it saw never read as new again (see [`LastRun`]).
+    /// changes it saw never read as new again, and those of the last
+    /// [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE) ticks do (see [`LastRun`]).
     #[inline]
     pub fn start_run(&self, last_run: &mut LastRun) -> RunTicks {
         let now = self.change_tick.fetch_add(1, Ordering::Relaxed);

@@ -94,7 +94,8 @@ pub struct CommandQueue {
     /// How many commands are recorded.
     count: usize,
     /// The world whose [`Commands`](crate::Commands) recorded into this queue since it was
-    /// last applied, if any.
+    /// last applied, if any. Meaningful only while the queue holds commands: an empty queue
+    /// can be tied to any world.
     world: Option<WorldId>,
 }
 
@@ -113,10 +114,16 @@ impl CommandQueue {
     /// # Panics
     /// When it already holds commands recorded for another world.
     pub(crate) fn bind(&mut self, world: WorldId) {
-        match self.world {
+        match self.bound() {
             Some(bound) if bound != world => mixed_worlds(bound, world),
             _ => self.world = Some(world),
         }
+    }
+
+    /// The world the queue's commands were recorded for, if it holds any and `Commands`
+    /// recorded them.
+    fn bound(&self) -> Option<WorldId> {
+        if self.is_empty() { None } else { self.world }
     }
 
     /// Records `command` at the end of the queue.
@@ -173,9 +180,14 @@ impl CommandQueue {
     /// # Panics
     /// When the two queues hold commands recorded for different worlds.
     pub fn append(&mut self, other: &mut CommandQueue) {
-        if let Some(world) = other.world.take() {
-            self.bind(world);
-        }
+        // Checked before anything changes, so a refused append leaves both queues as they
+        // were (still bound to their worlds).
+        let world = match (self.bound(), other.bound()) {
+            (Some(ours), Some(theirs)) if ours != theirs => mixed_worlds(ours, theirs),
+            (ours, theirs) => ours.or(theirs),
+        };
+        self.world = world;
+        other.world = None;
         // Commands are only ever read unaligned, and moving a value is copying its bytes, so
         // the byte range can move as it is. `other` forgets the bytes without consuming them:
         // they now belong to `self` alone.
@@ -209,7 +221,7 @@ impl CommandQueue {
     /// When [`Commands`](crate::Commands) recorded into the queue for another world (its
     /// commands stay queued, and are dropped with it).
     pub fn apply(&mut self, world: &mut World) -> Vec<CommandError> {
-        if let Some(bound) = self.world
+        if let Some(bound) = self.bound()
             && bound != world.id()
         {
             applied_elsewhere(bound, world.id());

@@ -316,14 +316,45 @@ fn a_queue_recorded_for_one_world_refuses_another() {
             component: std::any::type_name::<Tag>(),
         })
     );
-    // Mixing worlds in one queue is refused as well.
+    // Mixing worlds in one queue is refused as well, and a refused append leaves both
+    // queues bound: the other one still refuses world A.
     let mut other = CommandQueue::new();
-    Commands::new(&mut other, &world_b).spawn_empty();
+    let x = world_a_entity_id(&world_a);
+    Commands::new(&mut other, &world_b).despawn(x);
     assert!(catch_unwind(AssertUnwindSafe(|| queue.append(&mut other))).is_err());
+    let mut world_a = world_a;
+    assert!(catch_unwind(AssertUnwindSafe(|| other.apply(&mut world_a))).is_err());
+    assert_eq!(other.len(), 1, "the refused apply left the command queued");
     let bind_other = catch_unwind(AssertUnwindSafe(|| {
         Commands::new(&mut queue, &world_b).spawn_empty();
     }));
     assert!(bind_other.is_err());
+}
+
+/// The id world A hands out first.
+fn world_a_entity_id(world: &World) -> Entity {
+    world.entities().reserve_entity()
+}
+
+#[test]
+fn an_empty_queue_belongs_to_no_world() {
+    let world_a = World::new();
+    let mut world_b = World::new();
+    let mut queue = CommandQueue::new();
+    // Commands of A that record nothing leave the queue free for B.
+    Commands::new(&mut queue, &world_a).spawn_empty();
+    let e = Commands::new(&mut queue, &world_b).spawn((1u8,)).id();
+    assert!(queue.apply(&mut world_b).is_empty());
+    assert_eq!(world_b.get::<u8>(e), Ok(&1));
+    // Appending an empty queue of A to a queue of B is fine, and the reverse too.
+    let mut empty_a = CommandQueue::new();
+    let _ = Commands::new(&mut empty_a, &world_a);
+    let mut of_b = CommandQueue::new();
+    Commands::new(&mut of_b, &world_b).spawn((2u8,));
+    of_b.append(&mut empty_a);
+    empty_a.append(&mut of_b);
+    assert_eq!((empty_a.len(), of_b.len()), (1, 0));
+    assert!(empty_a.apply(&mut world_b).is_empty());
 }
 
 #[test]
