@@ -254,9 +254,49 @@ fn place(slots: &mut [TypeSlot; SLOTS], mut entry: TypeSlot) -> Result<(), TypeS
     Err(entry)
 }
 
+/// The archetypes of a world, in id order, with the stamp that tells cached table pointers
+/// whether they still hold.
+///
+/// The list is private, so every `&mut` into an archetype's table goes through
+/// [`all_mut`](Self::all_mut), which moves the [`shape`](Self::shape) on. A
+/// [run plan](crate::query::QueryState) keeps raw column pointers and row counts taken at one
+/// shape, and trusts them only while the shape reads the same.
+pub(crate) struct ArchetypeList {
+    list: Vec<Archetype>,
+    shape: u64,
+}
+
+impl ArchetypeList {
+    /// Every archetype, in id order.
+    #[inline]
+    pub(crate) fn all(&self) -> &[Archetype] {
+        &self.list
+    }
+
+    /// Every archetype, mutably. Moves the shape on: whatever the caller does to the tables,
+    /// pointers and lengths read before no longer count.
+    #[inline]
+    pub(crate) fn all_mut(&mut self) -> &mut [Archetype] {
+        self.shape += 1;
+        &mut self.list
+    }
+
+    /// The shape stamp. Two equal readings mean that in between no table changed its length,
+    /// block or columns and no archetype was created. It only increases (a `u64` bumped
+    /// once per structural change does not wrap).
+    #[inline]
+    pub(crate) fn shape(&self) -> u64 {
+        self.shape
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
 /// All archetypes of a world, the index from component set to archetype, and the edge cache.
 pub(crate) struct Archetypes {
-    pub(crate) archetypes: Vec<Archetype>,
+    pub(crate) archetypes: ArchetypeList,
     by_components: HashMap<Box<[ComponentId]>, ArchetypeId>,
     pub(crate) insert_edges: Vec<InsertEdge>,
     pub(crate) remove_edges: Vec<RemoveEdge>,
@@ -265,7 +305,10 @@ pub(crate) struct Archetypes {
 impl Archetypes {
     pub(crate) fn new(registry: &Components) -> Self {
         let mut archetypes = Self {
-            archetypes: Vec::new(),
+            archetypes: ArchetypeList {
+                list: Vec::new(),
+                shape: 0,
+            },
             by_components: HashMap::new(),
             insert_edges: Vec::new(),
             remove_edges: Vec::new(),
@@ -284,9 +327,10 @@ impl Archetypes {
         if let Some(&id) = self.by_components.get(components) {
             return id;
         }
-        let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
-        self.archetypes
-            .push(Archetype::new(id, components.into(), registry));
+        let list = &mut self.archetypes;
+        let id = ArchetypeId(u32::try_from(list.len()).expect("too many archetypes"));
+        list.shape += 1;
+        list.list.push(Archetype::new(id, components.into(), registry));
         self.by_components.insert(components.into(), id);
         id
     }

@@ -313,7 +313,7 @@ impl World {
         let Some(location) = self.entities.get(entity) else {
             return;
         };
-        let archetype = &self.archetypes.archetypes[location.archetype.index()];
+        let archetype = &self.archetypes.archetypes.all()[location.archetype.index()];
         if archetype.has::<Parent>() || archetype.has::<Children>() {
             self.detach_hierarchy_slow(entity);
         }

@@ -188,7 +188,7 @@ impl World {
     #[inline(always)]
     fn spawn_along<B: Bundle>(&mut self, edge: usize, bundle: B) -> Entity {
         let edge = &self.archetypes.insert_edges[edge];
-        let archetype = &mut self.archetypes.archetypes[edge.target.index()];
+        let archetype = &mut self.archetypes.archetypes.all_mut()[edge.target.index()];
         // Reserve first: the only step that can fail happens before anything is recorded.
         archetype.table.reserve(1);
         let row = archetype.table.len();
@@ -223,7 +223,7 @@ impl World {
             .entities
             .free(entity)
             .ok_or(EntityError::NoSuchEntity(entity))?;
-        let table = &mut self.archetypes.archetypes[location.archetype.index()].table;
+        let table = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()].table;
         let row = location.row as usize;
         if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
             self.entities.set_location(moved, location);
@@ -249,7 +249,7 @@ impl World {
     /// operation calls `flush`, and almost always there is nothing to do.
     #[cold]
     fn flush_reserved(&mut self) {
-        let empty = &mut self.archetypes.archetypes[ArchetypeId::EMPTY.index()].table;
+        let empty = &mut self.archetypes.archetypes.all_mut()[ArchetypeId::EMPTY.index()].table;
         self.entities.flush(|entity| {
             // SAFETY: the empty archetype's table has no columns, so a pushed row is
             // completely initialised by its entity id alone.
@@ -327,6 +327,7 @@ impl World {
         unsafe {
             self.archetypes
                 .archetypes
+                .all()
                 .get_unchecked(location.archetype.index())
         }
     }
@@ -372,19 +373,22 @@ impl World {
         let location = self.location(entity)?;
         let (last_run, this_run) = (self.last_change_tick, tick_now(&mut self.change_tick));
         // SAFETY: as in `archetype_at`: a live entity's location names an existing archetype.
+        // Shared access to the table is enough (the values are written through the column's
+        // own pointers), and keeps the archetype shape, so query run plans stay valid.
         let archetype = unsafe {
             self.archetypes
                 .archetypes
-                .get_unchecked_mut(location.archetype.index())
+                .all()
+                .get_unchecked(location.archetype.index())
         };
         let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
             return Err(missing::<T>(entity));
         };
-        let column = archetype.table.column_mut(column);
+        let column = archetype.table.column(column);
         let row = location.row as usize;
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
-        // makes these the only references into the column, and the three pointers are
-        // disjoint (value buffer, `added` and `changed` arrays).
+        // makes these the only references into the column's values and ticks, and the three
+        // pointers are disjoint (value buffer, `added` and `changed` arrays).
         unsafe {
             let value = &mut *column.ptr(row).cast::<T>();
             let added = *column.added_ptr(row);
@@ -433,11 +437,12 @@ impl World {
         let detached: Vec<usize> = self
             .archetypes
             .archetypes
+            .all_mut()
             .iter_mut()
             .map(|a| a.table.detach_rows())
             .collect();
         drop_each(
-            self.archetypes.archetypes.iter_mut().zip(detached),
+            self.archetypes.archetypes.all_mut().iter_mut().zip(detached),
             |(archetype, len)| {
                 // SAFETY: `len` came from `detach_rows` on this table just above, and each
                 // table is visited once.
@@ -459,12 +464,12 @@ impl World {
     /// assert_eq!(shapes, vec![(vec!["u8"], 1)]);
     /// ```
     pub fn archetypes(&self) -> impl ExactSizeIterator<Item = &Archetype> + '_ {
-        self.archetypes.archetypes.iter()
+        self.archetypes.archetypes.all().iter()
     }
 
     /// One archetype by id.
     pub fn archetype(&self, id: ArchetypeId) -> Option<&Archetype> {
-        self.archetypes.archetypes.get(id.index())
+        self.archetypes.archetypes.all().get(id.index())
     }
 
     /// The entity allocator, e.g. to reserve ids for [`Commands`](crate::Commands).
@@ -568,7 +573,7 @@ impl World {
     #[inline(never)]
     fn clamp_change_ticks(&mut self, clock: u64) {
         let now = Tick::new(clock as u32);
-        for archetype in &mut self.archetypes.archetypes {
+        for archetype in self.archetypes.archetypes.all_mut() {
             archetype.table.check_change_ticks(now);
         }
         self.last_change_tick.clamp_age(now);

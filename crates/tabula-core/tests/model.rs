@@ -2,7 +2,9 @@
 //! reference model, with the full contents of both compared after every step.
 //!
 //! The model is a `BTreeMap<Entity, Row>` where a row holds one `Option<Value>` per component
-//! type. Everything is driven by a small seeded RNG, so a failure names its seed and step;
+//! type. A set of queries, built before the first step and kept for the whole sequence (so
+//! they match new archetypes incrementally and reuse their run plans), must also return
+//! exactly what the model says after every step; two of them write, and the model follows. Everything is driven by a small seeded RNG, so a failure names its seed and step;
 //! rerun just that sequence with `TABULA_MODEL_SEED=<seed> cargo test --test model`.
 
 use std::any::type_name;
@@ -10,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tabula_core::{Bundle, Component, Entity, EntityError, World};
+use tabula_core::{Bundle, Component, Entity, EntityError, Has, Or, QueryState, With, Without, World};
 
 mod common;
 use common::Rng;
@@ -434,6 +436,114 @@ fn check_world(world: &World, model: &Model, g: &Gen, all_dead: bool) {
         model.tracked_alive(),
         "Tracked values: created - dropped"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries kept across the whole sequence, each checked against the model after every step.
+
+struct Queries {
+    /// Read with `iter`, and counted.
+    pos: QueryState<(Entity, &'static Pos, Option<&'static Small>)>,
+    /// Written with `for_each`: every `Hp` without a `Tag` goes up by one.
+    hp: QueryState<(Entity, &'static mut Hp), Without<Tag>>,
+    /// Written with `for_each_chunk`: every `Wide` with a `Name` gets its first word bumped.
+    wide: QueryState<(Entity, &'static mut Wide), With<Name>>,
+    /// Read with `for_each`, through an `Or` filter and `Has`.
+    tracked: QueryState<(Entity, &'static Tracked, Has<Tag>), Or<(With<Small>, Without<Pos>)>>,
+}
+
+impl Queries {
+    fn new(world: &mut World) -> Self {
+        Self {
+            pos: world.query(),
+            hp: world.query_filtered(),
+            wide: world.query_filtered(),
+            tracked: world.query_filtered(),
+        }
+    }
+}
+
+fn has(row: &Row, kind: usize) -> bool {
+    row[kind].is_some()
+}
+
+fn check_queries(world: &mut World, model: &mut Model, q: &mut Queries) {
+    let seen: BTreeMap<Entity, (Value, Option<Value>)> = q
+        .pos
+        .iter(world)
+        .map(|(e, pos, small)| (e, (pos.value(), small.map(Small::value))))
+        .collect();
+    let want: BTreeMap<Entity, (Value, Option<Value>)> = (model.live.iter())
+        .filter_map(|(&e, row)| Some((e, (row[Pos::KIND].clone()?, row[Small::KIND].clone()))))
+        .collect();
+    assert_eq!(seen, want, "query (Entity, &Pos, Option<&Small>)");
+    assert_eq!(
+        q.pos.count(world),
+        want.len(),
+        "count of (Entity, &Pos, Option<&Small>)"
+    );
+
+    // Three passes of each: at a new shape the first walks the archetypes, the second makes
+    // a run plan and the third reads it, and the next step's structural change (if any)
+    // leaves it stale.
+    for pass in 0..3 {
+        let mut seen = BTreeMap::new();
+        q.hp.for_each(world, |(e, mut hp)| {
+            hp.0 = hp.0.wrapping_add(1);
+            assert!(seen.insert(e, hp.0).is_none(), "{e:?} visited twice");
+        });
+        let mut want = BTreeMap::new();
+        for (&e, row) in model.live.iter_mut().filter(|(_, row)| !has(row, Tag::KIND)) {
+            if let Some(Value::Hp(hp)) = &mut row[Hp::KIND] {
+                *hp = hp.wrapping_add(1);
+                want.insert(e, *hp);
+            }
+        }
+        assert_eq!(seen, want, "for_each {pass} over (Entity, &mut Hp), Without<Tag>");
+    }
+
+    for pass in 0..3 {
+        let mut seen = BTreeMap::new();
+        q.wide.for_each_chunk(world, |(entities, wides)| {
+            assert_eq!(entities.len(), wides.len());
+            for (&e, wide) in entities.iter().zip(wides) {
+                wide.0[0] = wide.0[0].wrapping_add(1);
+                assert!(seen.insert(e, wide.0).is_none(), "{e:?} visited twice");
+            }
+        });
+        let mut want = BTreeMap::new();
+        for (&e, row) in model.live.iter_mut().filter(|(_, row)| has(row, Name::KIND)) {
+            if let Some(Value::Wide(wide)) = &mut row[Wide::KIND] {
+                wide[0] = wide[0].wrapping_add(1);
+                want.insert(e, *wide);
+            }
+        }
+        assert_eq!(
+            seen, want,
+            "for_each_chunk {pass} over (Entity, &mut Wide), With<Name>"
+        );
+    }
+
+    let want: BTreeMap<Entity, (u32, bool)> = (model.live.iter())
+        .filter(|(_, row)| has(row, Small::KIND) || !has(row, Pos::KIND))
+        .filter_map(|(&e, row)| match row[Tracked::KIND] {
+            Some(Value::Tracked(n)) => Some((e, (n, has(row, Tag::KIND)))),
+            _ => None,
+        })
+        .collect();
+    for pass in 0..3 {
+        let mut seen = BTreeMap::new();
+        q.tracked.for_each(world, |(e, tracked, tagged)| {
+            assert!(
+                seen.insert(e, (tracked.0, tagged)).is_none(),
+                "{e:?} visited twice"
+            );
+        });
+        assert_eq!(
+            seen, want,
+            "for_each {pass} over (Entity, &Tracked, Has<Tag>), Or<(With<Small>, Without<Pos>)>"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -944,6 +1054,7 @@ fn run_sequence(seed: u64, steps: usize) {
     };
     let mut world = World::new();
     let mut model = Model::default();
+    let mut queries = Queries::new(&mut world);
     for step_index in 0..steps {
         trace.step = step_index;
         trace.op = if step_index == steps / 2 {
@@ -954,6 +1065,7 @@ fn run_sequence(seed: u64, steps: usize) {
             step(&mut world, &mut model, &mut g)
         };
         check_world(&world, &model, &g, false);
+        check_queries(&mut world, &mut model, &mut queries);
     }
     trace.op = "final check".to_owned();
     check_world(&world, &model, &g, true);

@@ -150,7 +150,7 @@ impl Archetypes {
     ) -> usize {
         // SAFETY: `source` exists (the caller's contract); unchecked, this costs nothing
         // beyond the comparison.
-        let edges = unsafe { &self.archetypes.get_unchecked(source.index()).edges };
+        let edges = unsafe { &self.archetypes.list.get_unchecked(source.index()).edges };
         let last = match kind {
             EdgeKind::Insert => &edges.last_insert,
             EdgeKind::Remove => &edges.last_remove,
@@ -178,7 +178,7 @@ impl Archetypes {
             EdgeKind::Remove => self.remove_edge(registry, source, bundles, bundle),
         };
         // Edge indices fit in a `u32` (`store` checked).
-        self.archetypes[source.index()]
+        self.archetypes.list[source.index()]
             .edges
             .last_mut(kind)
             .set::<B>(edge as u32);
@@ -196,7 +196,7 @@ impl Archetypes {
         bundles: &Bundles,
         bundle: BundleId,
     ) -> usize {
-        match lookup(&self.archetypes[source.index()].edges.insert, bundle) {
+        match lookup(&self.archetypes.list[source.index()].edges.insert, bundle) {
             Some(edge) => edge,
             None => self.new_insert_edge(registry, source, &bundles.infos[bundle]),
         }
@@ -205,7 +205,7 @@ impl Archetypes {
     /// The slow half of [`insert_edge`](Self::insert_edge): computes the edge and caches it.
     #[cold]
     fn new_insert_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
-        let src = &self.archetypes[source.index()];
+        let src = &self.archetypes.list[source.index()];
         let mut ids: Vec<_> = src.component_ids().to_vec();
         ids.extend_from_slice(&bundle.sorted);
         ids.sort_unstable();
@@ -216,7 +216,10 @@ impl Archetypes {
             .map(|&c| src.column_of(c).is_some())
             .collect();
         let target = self.get_or_create(registry, &ids);
-        let (src, dst) = (&self.archetypes[source.index()], &self.archetypes[target.index()]);
+        let (src, dst) = (
+            &self.archetypes.list[source.index()],
+            &self.archetypes.list[target.index()],
+        );
         let edge = InsertEdge {
             target,
             move_map: column_map(src, dst),
@@ -230,7 +233,7 @@ impl Archetypes {
         let index = self.insert_edges.len();
         self.insert_edges.push(edge);
         store(
-            &mut self.archetypes[source.index()].edges.insert,
+            &mut self.archetypes.list[source.index()].edges.insert,
             bundle.id,
             index,
         );
@@ -248,7 +251,7 @@ impl Archetypes {
         bundles: &Bundles,
         bundle: BundleId,
     ) -> usize {
-        match lookup(&self.archetypes[source.index()].edges.remove, bundle) {
+        match lookup(&self.archetypes.list[source.index()].edges.remove, bundle) {
             Some(edge) => edge,
             None => self.new_remove_edge(registry, source, &bundles.infos[bundle]),
         }
@@ -257,7 +260,7 @@ impl Archetypes {
     /// The slow half of [`remove_edge`](Self::remove_edge): computes the edge and caches it.
     #[cold]
     fn new_remove_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
-        let src = &self.archetypes[source.index()];
+        let src = &self.archetypes.list[source.index()];
         let missing = bundle
             .fields
             .iter()
@@ -281,7 +284,10 @@ impl Archetypes {
                 .collect();
             self.get_or_create(registry, &ids)
         };
-        let (src, dst) = (&self.archetypes[source.index()], &self.archetypes[target.index()]);
+        let (src, dst) = (
+            &self.archetypes.list[source.index()],
+            &self.archetypes.list[target.index()],
+        );
         let edge = RemoveEdge {
             target,
             move_map: column_map(src, dst),
@@ -291,7 +297,7 @@ impl Archetypes {
         let index = self.remove_edges.len();
         self.remove_edges.push(edge);
         store(
-            &mut self.archetypes[source.index()].edges.remove,
+            &mut self.archetypes.list[source.index()].edges.remove,
             bundle.id,
             index,
         );

@@ -8,6 +8,12 @@
 //!    read (the *cache*, stored by the query state).
 //! 3. `fetch_archetype` once per archetype per iteration: turn the cache into raw column
 //!    pointers (the *fetch*); then `fetch(row)` per entity: one pointer offset.
+//!
+//! Step 3 is split in two, so that whole passes can skip the walk from archetype to table to
+//! column: `prepare` reads the pointers out of the table (the *prepared* form, valid while
+//! the world's tables keep their shape), and `fetch_prepared` adds the run's ticks and the
+//! columns' changed floors. [`QueryState`](super::QueryState) keeps the prepared forms of its
+//! non-empty archetypes in a *run plan*, so `for_each` reads them from one dense array.
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -34,9 +40,11 @@ pub struct RunTicks {
 ///
 /// # Safety
 /// Implementations must report in `update_access` every component they read or write
-/// through `fetch_archetype`'s pointers, and only hand out references that this access
-/// allows. `match_archetype` must return `Some` only for archetypes whose columns
-/// `fetch_archetype` can read.
+/// through the fetch's pointers, and only hand out references that this access allows.
+/// `match_archetype` must return `Some` only for archetypes whose columns `prepare` can
+/// read. `Prepared` may hold only what stays true while the world's tables keep their shape
+/// (the table's column and entity pointers, facts about the archetype); anything that can
+/// change without a structural change (ticks, changed floors) is read in `fetch_prepared`.
 pub unsafe trait WorldQuery {
     /// Resolved component ids; built once per query.
     type State: Send + Sync + 'static;
@@ -44,6 +52,9 @@ pub unsafe trait WorldQuery {
     type Cache: Copy + Send + Sync + 'static;
     /// Raw pointers into one archetype's table, for the duration of one iteration.
     type Fetch<'w>;
+    /// The part of a fetch that depends on the archetype's table alone (column pointers),
+    /// valid while the world's tables keep their shape.
+    type Prepared: Copy;
 
     /// Registers the term's component types.
     fn init_state(world: &mut World) -> Self::State;
@@ -54,16 +65,38 @@ pub unsafe trait WorldQuery {
     /// Whether the archetype matches, and the cache to read it with.
     fn match_archetype(state: &Self::State, archetype: &Archetype) -> Option<Self::Cache>;
 
-    /// Column pointers of one matched archetype.
+    /// The column pointers of one matched archetype.
+    ///
+    /// # Safety
+    /// `cache` came from `match_archetype` on this archetype.
+    unsafe fn prepare(cache: Self::Cache, archetype: &Archetype) -> Self::Prepared;
+
+    /// The fetch for one run over the archetype `prepared` was made from.
+    ///
+    /// # Safety
+    /// `prepared` came from [`prepare`](Self::prepare) on an archetype of a world whose
+    /// tables have kept their shape since: no `&mut` access to any table in between (no
+    /// spawn, despawn, insert, remove, clear or new archetype), which the world tracks with
+    /// a stamp that `&mut` table access moves on. And the
+    /// caller holds the access reported by `update_access` on that archetype's rows for `'w`.
+    unsafe fn fetch_prepared<'w>(prepared: Self::Prepared, ticks: RunTicks) -> Self::Fetch<'w>;
+
+    /// The fetch of one matched archetype: [`prepare`](Self::prepare), then
+    /// [`fetch_prepared`](Self::fetch_prepared).
     ///
     /// # Safety
     /// `cache` came from `match_archetype` on this archetype; the caller holds the access
     /// reported by `update_access` on this archetype's rows for `'w`.
+    #[inline]
     unsafe fn fetch_archetype<'w>(
         cache: Self::Cache,
         archetype: &'w Archetype,
         ticks: RunTicks,
-    ) -> Self::Fetch<'w>;
+    ) -> Self::Fetch<'w> {
+        // SAFETY: the pointers are fresh from this archetype; the caller's contract covers
+        // the rest.
+        unsafe { Self::fetch_prepared(Self::prepare(cache, archetype), ticks) }
+    }
 }
 
 /// A query term that yields an item per entity, e.g. `&Position` or `(Entity, &mut Health)`.
@@ -153,6 +186,7 @@ unsafe impl WorldQuery for Entity {
     type State = ();
     type Cache = ();
     type Fetch<'w> = *const Entity;
+    type Prepared = *const Entity;
 
     fn init_state(_: &mut World) {}
 
@@ -165,8 +199,13 @@ unsafe impl WorldQuery for Entity {
     }
 
     #[inline]
-    unsafe fn fetch_archetype<'w>(_: (), archetype: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {
+    unsafe fn prepare(_: (), archetype: &Archetype) -> *const Entity {
         archetype.entities().as_ptr()
+    }
+
+    #[inline]
+    unsafe fn fetch_prepared<'w>(entities: *const Entity, _: RunTicks) -> Self::Fetch<'w> {
+        entities
     }
 }
 
@@ -193,6 +232,45 @@ unsafe impl ReadOnlyQueryData for Entity {}
 
 // ---------------------------------------------------------------------------------------
 // &T and Ref<T>
+
+/// One column of one archetype, prepared: its arrays, and the column itself for its floor.
+#[derive(Clone, Copy)]
+pub struct PreparedColumn {
+    values: *mut u8,
+    pub(super) added: *mut Tick,
+    pub(super) changed: *mut Tick,
+    column: *const Column,
+}
+
+impl PreparedColumn {
+    /// Column `index` of `archetype`'s table.
+    ///
+    /// # Safety
+    /// `index` came from matching this archetype (so it is one of its table's columns).
+    #[inline]
+    pub(super) unsafe fn of(archetype: &Archetype, index: usize) -> Self {
+        // SAFETY: in bounds (the caller's contract).
+        let column = unsafe { archetype.table.column_unchecked(index) };
+        Self {
+            values: column.data_ptr(),
+            added: column.added_base(),
+            changed: column.changed_base(),
+            column,
+        }
+    }
+
+    /// The column, for its floor.
+    ///
+    /// # Safety
+    /// As for [`WorldQuery::fetch_prepared`]: the table has kept its shape, so the column
+    /// is where it was, for `'w`.
+    #[inline]
+    pub(super) unsafe fn column<'w>(self) -> &'w Column {
+        // SAFETY: the caller's contract; columns are only changed through `&mut`, which
+        // moves the shape on.
+        unsafe { &*self.column }
+    }
+}
 
 /// The fetch of a component read: the column's values, its ticks and its changed floor.
 pub struct ReadFetch<'w, T> {
@@ -221,6 +299,7 @@ macro_rules! component_state {
     () => {
         type State = ComponentId;
         type Cache = usize;
+        type Prepared = PreparedColumn;
 
         fn init_state(world: &mut World) -> ComponentId {
             world.components.register::<T>()
@@ -228,6 +307,12 @@ macro_rules! component_state {
 
         fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
             column(archetype, *id)
+        }
+
+        #[inline]
+        unsafe fn prepare(column: usize, archetype: &Archetype) -> PreparedColumn {
+            // SAFETY: `column` came from matching this archetype (the caller's contract).
+            unsafe { PreparedColumn::of(archetype, column) }
         }
     };
 }
@@ -245,20 +330,14 @@ macro_rules! read_term {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(
-                column: usize,
-                archetype: &'w Archetype,
-                ticks: RunTicks,
-            ) -> Self::Fetch<'w> {
-                // SAFETY: `cache` came from matching this archetype (the caller's
-                // contract), and matching returns only indices of its table's columns.
-                let column = unsafe { archetype.table.column_unchecked(column) };
+            unsafe fn fetch_prepared<'w>(column: PreparedColumn, ticks: RunTicks) -> Self::Fetch<'w> {
                 ReadFetch {
-                    values: column.data_ptr().cast::<T>(),
-                    added: column.added_base(),
-                    changed: column.changed_base(),
-                    // SAFETY: the caller holds a read of `T`, so nothing writes the floor.
-                    floor: unsafe { column.changed_floor(ticks.this_run) },
+                    values: column.values.cast::<T>(),
+                    added: column.added,
+                    changed: column.changed,
+                    // SAFETY: the column is where it was (the caller's contract); the caller
+                    // holds a read of `T`, so nothing writes the floor.
+                    floor: unsafe { column.column().changed_floor(ticks.this_run) },
                     ticks,
                     _marker: PhantomData,
                 }
@@ -335,18 +414,13 @@ macro_rules! write_term {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(
-                column: usize,
-                archetype: &'w Archetype,
-                ticks: RunTicks,
-            ) -> Self::Fetch<'w> {
-                // SAFETY: `cache` came from matching this archetype (the caller's
-                // contract), and matching returns only indices of its table's columns.
-                let column = unsafe { archetype.table.column_unchecked(column) };
+            unsafe fn fetch_prepared<'w>(prepared: PreparedColumn, ticks: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: the column is where it was (the caller's contract).
+                let column = unsafe { prepared.column() };
                 WriteFetch {
-                    values: column.data_ptr().cast::<T>(),
-                    added: column.added_base(),
-                    changed: column.changed_base(),
+                    values: prepared.values.cast::<T>(),
+                    added: prepared.added,
+                    changed: prepared.changed,
                     // SAFETY: the caller holds the write of `T`; no one else touches the floor.
                     floor: unsafe { column.changed_floor(ticks.this_run) },
                     column,
@@ -451,6 +525,7 @@ unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
     type State = Q::State;
     type Cache = Option<Q::Cache>;
     type Fetch<'w> = Option<Q::Fetch<'w>>;
+    type Prepared = Option<Q::Prepared>;
 
     fn init_state(world: &mut World) -> Q::State {
         Q::init_state(world)
@@ -467,13 +542,15 @@ unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
     }
 
     #[inline]
-    unsafe fn fetch_archetype<'w>(
-        cache: Option<Q::Cache>,
-        archetype: &'w Archetype,
-        ticks: RunTicks,
-    ) -> Self::Fetch<'w> {
+    unsafe fn prepare(cache: Option<Q::Cache>, archetype: &Archetype) -> Option<Q::Prepared> {
         // SAFETY: forwarded contract; `cache` is `Some` only where `Q` matched.
-        cache.map(|cache| unsafe { Q::fetch_archetype(cache, archetype, ticks) })
+        cache.map(|cache| unsafe { Q::prepare(cache, archetype) })
+    }
+
+    #[inline]
+    unsafe fn fetch_prepared<'w>(prepared: Option<Q::Prepared>, ticks: RunTicks) -> Self::Fetch<'w> {
+        // SAFETY: forwarded contract.
+        prepared.map(|prepared| unsafe { Q::fetch_prepared(prepared, ticks) })
     }
 }
 
@@ -552,6 +629,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
     type State = ComponentId;
     type Cache = bool;
     type Fetch<'w> = bool;
+    type Prepared = bool;
 
     fn init_state(world: &mut World) -> ComponentId {
         world.components.register::<T>()
@@ -566,7 +644,12 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
     }
 
     #[inline]
-    unsafe fn fetch_archetype<'w>(has: bool, _: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {
+    unsafe fn prepare(has: bool, _: &Archetype) -> bool {
+        has
+    }
+
+    #[inline]
+    unsafe fn fetch_prepared<'w>(has: bool, _: RunTicks) -> Self::Fetch<'w> {
         has
     }
 }
@@ -601,6 +684,7 @@ macro_rules! tuple_data {
             type State = ($($name::State,)*);
             type Cache = ($($name::Cache,)*);
             type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            type Prepared = ($($name::Prepared,)*);
 
             fn init_state(world: &mut World) -> Self::State {
                 ($($name::init_state(world),)*)
@@ -617,10 +701,17 @@ macro_rules! tuple_data {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(cache: Self::Cache, archetype: &'w Archetype, ticks: RunTicks) -> Self::Fetch<'w> {
+            unsafe fn prepare(cache: Self::Cache, archetype: &Archetype) -> Self::Prepared {
                 // SAFETY: forwarded contract, member by member.
                 #[allow(unused_unsafe)]
-                unsafe { ($($name::fetch_archetype(cache.$index, archetype, ticks),)*) }
+                unsafe { ($($name::prepare(cache.$index, archetype),)*) }
+            }
+
+            #[inline]
+            unsafe fn fetch_prepared<'w>(prepared: Self::Prepared, ticks: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch_prepared(prepared.$index, ticks),)*) }
             }
         }
 

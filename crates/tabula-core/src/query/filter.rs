@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 
 use super::access::Access;
-use super::fetch::{RunTicks, WorldQuery};
+use super::fetch::{PreparedColumn, RunTicks, WorldQuery};
 use crate::archetype::Archetype;
 use crate::change::Tick;
 use crate::component::{Component, ComponentId};
@@ -54,6 +54,7 @@ macro_rules! archetypal_filter {
             type State = ComponentId;
             type Cache = ();
             type Fetch<'w> = ();
+            type Prepared = ();
 
             fn init_state(world: &mut World) -> ComponentId {
                 world.components.register::<T>()
@@ -71,7 +72,10 @@ macro_rules! archetypal_filter {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(_: (), _: &'w Archetype, _: RunTicks) -> Self::Fetch<'w> {}
+            unsafe fn prepare(_: (), _: &Archetype) {}
+
+            #[inline]
+            unsafe fn fetch_prepared<'w>(_: (), _: RunTicks) -> Self::Fetch<'w> {}
         }
 
         // SAFETY: reads nothing.
@@ -107,6 +111,7 @@ macro_rules! tick_filter {
             type State = ComponentId;
             type Cache = usize;
             type Fetch<'w> = TickFetch;
+            type Prepared = PreparedColumn;
 
             fn init_state(world: &mut World) -> ComponentId {
                 world.components.register::<T>()
@@ -124,14 +129,15 @@ macro_rules! tick_filter {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(
-                column: usize,
-                archetype: &'w Archetype,
-                run: RunTicks,
-            ) -> Self::Fetch<'w> {
-                // SAFETY: `cache` came from matching this archetype (the caller's
-                // contract), and matching returns only indices of its table's columns.
-                let column = unsafe { archetype.table.column_unchecked(column) };
+            unsafe fn prepare(column: usize, archetype: &Archetype) -> PreparedColumn {
+                // SAFETY: `column` came from matching this archetype (the caller's contract).
+                unsafe { PreparedColumn::of(archetype, column) }
+            }
+
+            #[inline]
+            unsafe fn fetch_prepared<'w>(prepared: PreparedColumn, run: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: the column is where it was (the caller's contract).
+                let column = unsafe { prepared.column() };
                 // SAFETY: the caller holds a read of `T`, or the query's own write of `T`; a
                 // query writes the floor only from a whole-archetype `for_each` pass or
                 // `for_each_chunk`, and neither runs with this filter (it is not archetypal,
@@ -139,7 +145,7 @@ macro_rules! tick_filter {
                 // copied here, by value.
                 let floor = unsafe { column.changed_floor(run.this_run) };
                 TickFetch {
-                    ticks: column.$base(),
+                    ticks: prepared.$base,
                     run,
                     all: $floor && floor.is_newer_than(run.last_run, run.this_run),
                 }
@@ -167,8 +173,8 @@ macro_rules! tick_filter {
     };
 }
 
-tick_filter!(Added, added_base, false);
-tick_filter!(Changed, changed_base, true);
+tick_filter!(Added, added, false);
+tick_filter!(Changed, changed, true);
 
 macro_rules! tuple_filter {
     ($($name:ident $index:tt),*) => {
@@ -193,6 +199,7 @@ macro_rules! tuple_filter {
             type State = ($($name::State,)*);
             type Cache = ($(Option<$name::Cache>,)*);
             type Fetch<'w> = ($(Option<$name::Fetch<'w>>,)*);
+            type Prepared = ($(Option<$name::Prepared>,)*);
 
             fn init_state(world: &mut World) -> Self::State {
                 ($($name::init_state(world),)*)
@@ -213,9 +220,15 @@ macro_rules! tuple_filter {
             }
 
             #[inline]
-            unsafe fn fetch_archetype<'w>(cache: Self::Cache, archetype: &'w Archetype, ticks: RunTicks) -> Self::Fetch<'w> {
+            unsafe fn prepare(cache: Self::Cache, archetype: &Archetype) -> Self::Prepared {
                 // SAFETY: forwarded contract, for the members that matched.
-                ($(cache.$index.map(|c| unsafe { $name::fetch_archetype(c, archetype, ticks) }),)*)
+                ($(cache.$index.map(|c| unsafe { $name::prepare(c, archetype) }),)*)
+            }
+
+            #[inline]
+            unsafe fn fetch_prepared<'w>(prepared: Self::Prepared, ticks: RunTicks) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, for the members that matched.
+                ($(prepared.$index.map(|p| unsafe { $name::fetch_prepared(p, ticks) }),)*)
             }
         }
 

@@ -53,11 +53,19 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// seen.sort();
     /// assert_eq!(seen, [10, 12]);
     /// ```
-    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
+    pub fn for_each(&mut self, world: &mut World, mut f: impl FnMut(D::Item<'_>)) {
         let ticks = self.begin_run_mut(world);
+        let world = UnsafeWorldCell::new_mutable(world);
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
-        // date, and its access was checked for self-aliasing when built.
-        unsafe { self.for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
+        // date, and its access was checked for self-aliasing when built; only the structure
+        // is read through the reference.
+        unsafe {
+            self.for_each_archetype_mut(world.world(), ticks, |mut data, mut filter, len| {
+                // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by
+                // this thread alone.
+                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut f);
+            });
+        }
     }
 
     /// [`for_each`](Self::for_each) through an [`UnsafeWorldCell`], for schedulers.
@@ -70,18 +78,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
         mut f: impl FnMut(D::Item<'_>),
     ) {
-        // SAFETY: only the archetype list (structure) is read through this reference.
-        let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        // SAFETY: the state is up to date for this world (the caller's contract).
-        for (matched, archetype, len) in unsafe { self.non_empty(archetypes) } {
-            // SAFETY: the caches came from matching this archetype; the caller holds the
-            // query's access; rows `0..len` are all of the archetype's live rows, visited once,
-            // by this thread alone.
-            unsafe {
-                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
+        // SAFETY: the state is up to date for this world and the caller holds the query's
+        // access (the caller's contract); only the structure is read through the reference.
+        unsafe {
+            self.for_each_archetype(world.world(), ticks, |mut data, mut filter, len| {
+                // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by
+                // this thread alone.
                 run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut f);
-            }
+            });
         }
     }
 }

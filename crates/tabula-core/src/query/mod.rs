@@ -28,11 +28,14 @@ mod filter;
 mod for_each;
 mod iter;
 mod par;
+mod plan;
 mod state;
 
 pub use access::{Access, ComponentSet};
 pub use error::{AccessConflict, QueryError};
-pub use fetch::{Has, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery, WriteFetch};
+pub use fetch::{
+    Has, PreparedColumn, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery, WriteFetch,
+};
 pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, TickFetch, With, Without};
 pub use iter::QueryIter;
 pub use par::BatchSize;
@@ -40,5 +43,7 @@ pub use state::QueryState;
 
 #[cfg(test)]
 mod marking_tests;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;

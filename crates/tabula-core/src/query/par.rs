@@ -71,7 +71,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         Func: Fn(D::Item<'_>) + Send + Sync,
     {
         // SAFETY: only the archetype list (structure) is read through this reference.
-        let archetypes = &unsafe { world.world() }.archetypes.archetypes;
+        let archetypes = unsafe { world.world() }.archetypes.archetypes.all();
         let total: usize = self
             .matched
             .iter()

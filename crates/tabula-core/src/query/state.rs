@@ -8,6 +8,7 @@ use super::fetch::{QueryData, ReadOnlyQueryData, RunTicks};
 use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
+use super::plan::RunPlan;
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::change::LastRun;
 use crate::entity::{Entity, EntityLocation};
@@ -61,6 +62,8 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     last_run: LastRun,
     access: Access,
     pub(crate) par_batch_size: BatchSize,
+    /// The matched archetypes' column pointers for whole passes (see `query/plan.rs`).
+    pub(crate) plan: RunPlan<D::Prepared, F::Prepared>,
 }
 
 impl<D: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<D, F> {
@@ -127,6 +130,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             last_run: LastRun::NEVER,
             access,
             par_batch_size: BatchSize::Automatic,
+            plan: RunPlan::default(),
         };
         state.update_archetypes(world);
         Ok(state)
@@ -149,14 +153,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             type_name::<(D, F)>()
         );
         // Inline, so that a lookup (`get`) pays one comparison when nothing is new.
-        if self.archetypes_seen != world.archetypes.archetypes.len() {
+        if self.archetypes_seen != world.archetypes.archetypes.all().len() {
             self.match_new_archetypes(world);
         }
     }
 
     #[inline(never)]
     fn match_new_archetypes(&mut self, world: &World) {
-        let archetypes = &world.archetypes.archetypes;
+        let archetypes = world.archetypes.archetypes.all();
         for archetype in &archetypes[self.archetypes_seen..] {
             self.matched_index.push(NOT_MATCHED);
             let Some(data) = D::match_archetype(&self.data_state, archetype) else {
@@ -259,13 +263,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// let sum: f32 = world.query::<&f32>().iter(&world).sum();
     /// assert_eq!(sum, 90.0);
     /// ```
-    pub fn for_each_chunk(&mut self, world: &mut World, f: impl FnMut(D::Chunk<'_>))
+    pub fn for_each_chunk(&mut self, world: &mut World, mut f: impl FnMut(D::Chunk<'_>))
     where
         F: ArchetypeFilter,
     {
         let ticks = self.begin_run_mut(world);
-        // SAFETY: `&mut World` is exclusive, and the access was checked at build time.
-        unsafe { self.for_each_chunk_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
+        let world = UnsafeWorldCell::new_mutable(world);
+        // SAFETY: `&mut World` is exclusive, and the access was checked at build time; only
+        // the structure is read through the reference.
+        unsafe {
+            self.for_each_archetype_mut(world.world(), ticks, |mut fetch, _, len| {
+                // SAFETY: each archetype's chunk is handed out once.
+                f(D::fetch_chunk(&mut fetch, len));
+            });
+        }
     }
 
     /// [`for_each_chunk`](Self::for_each_chunk) through an [`UnsafeWorldCell`].
@@ -280,36 +291,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) where
         F: ArchetypeFilter,
     {
-        // SAFETY: only the archetype list (structure) is read through this reference.
-        let archetypes = &unsafe { world.world() }.archetypes.archetypes;
-        // SAFETY: the state is up to date for this world (the caller's contract).
-        for (matched, archetype, len) in unsafe { self.non_empty(archetypes) } {
-            // SAFETY: the caller holds the query's access, and each archetype's chunk is
-            // handed out once.
-            unsafe {
-                let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
+        // SAFETY: the state is up to date for this world and the caller holds the query's
+        // access (the caller's contract); only the structure is read through the reference.
+        unsafe {
+            self.for_each_archetype(world.world(), ticks, |mut fetch, _, len| {
+                // SAFETY: each archetype's chunk is handed out once.
                 f(D::fetch_chunk(&mut fetch, len));
-            }
+            });
         }
-    }
-
-    /// The matched archetypes that have rows, with their row counts: what every loop over
-    /// the whole query walks.
-    ///
-    /// # Safety
-    /// `archetypes` is the archetype list of the world this state was last updated against
-    /// (archetypes are never removed, so every matched id indexes it).
-    #[inline]
-    pub(crate) unsafe fn non_empty<'a>(
-        &'a self,
-        archetypes: &'a [Archetype],
-    ) -> impl Iterator<Item = (&'a Matched<D::Cache, F::Cache>, &'a Archetype, usize)> + 'a {
-        self.matched.iter().filter_map(move |matched| {
-            // SAFETY: matched ids index `archetypes` (the caller's contract).
-            let archetype = unsafe { archetypes.get_unchecked(matched.archetype.index()) };
-            let len = archetype.len();
-            (len > 0).then_some((matched, archetype, len))
-        })
     }
 
     /// The item of one entity, through shared access.
@@ -534,4 +523,23 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             D::fetch(&mut fetch, location.row as usize)
         }
     }
+}
+
+/// The matched archetypes that have rows, with their row counts: what every loop over the
+/// whole query walks.
+///
+/// # Safety
+/// `archetypes` is the archetype list of the world the state owning `matched` was last
+/// updated against (archetypes are never removed, so every matched id indexes it).
+#[inline]
+pub(crate) unsafe fn non_empty<'s, 'w, DC, FC>(
+    matched: &'s [Matched<DC, FC>],
+    archetypes: &'w [Archetype],
+) -> impl Iterator<Item = (&'s Matched<DC, FC>, &'w Archetype, usize)> {
+    matched.iter().filter_map(move |matched| {
+        // SAFETY: matched ids index `archetypes` (the caller's contract).
+        let archetype = unsafe { archetypes.get_unchecked(matched.archetype.index()) };
+        let len = archetype.len();
+        (len > 0).then_some((matched, archetype, len))
+    })
 }

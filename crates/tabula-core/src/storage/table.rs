@@ -147,12 +147,7 @@ impl Table {
         unsafe { self.columns.get_unchecked(index) }
     }
 
-    #[inline]
-    pub(crate) fn column_mut(&mut self, index: usize) -> &mut Column {
-        &mut self.columns[index]
-    }
-
-    /// [`column_mut`](Self::column_mut) without the bounds check, for indices taken from a
+    /// A column, mutably, without the bounds check, for indices taken from a
     /// cached edge or bundle mapping of this table.
     ///
     /// # Safety

@@ -66,7 +66,7 @@ impl BatchRows {
     /// The archetype whose every row is in the batch exactly once, if there is one.
     fn whole_table(&self, world: &World) -> Option<ArchetypeId> {
         let archetype = self.archetype?;
-        let len = world.archetypes.archetypes[archetype.index()].len();
+        let len = world.archetypes.archetypes.all()[archetype.index()].len();
         if len != self.rows.len() {
             return None;
         }
@@ -180,7 +180,7 @@ impl World {
     ) {
         let tick = tick_now(&mut self.change_tick);
         let edge = &self.archetypes.insert_edges[edge];
-        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, source, edge.target);
+        let (src, dst) = pair_mut(self.archetypes.archetypes.all_mut(), source, edge.target);
         // The only step that can fail comes before anything changes.
         dst.table.reserve(batch.len());
         // SAFETY: room is reserved; the edge comes from `source`, so `move_map` has one entry
@@ -316,7 +316,7 @@ impl World {
     ) -> Vec<B> {
         let now = tick_now(&mut self.change_tick);
         let edge = &self.archetypes.remove_edges[edge];
-        let (src, dst) = pair_mut(&mut self.archetypes.archetypes, source, edge.target);
+        let (src, dst) = pair_mut(self.archetypes.archetypes.all_mut(), source, edge.target);
         // The only steps that can fail come before anything changes.
         let mut removed = Vec::with_capacity(entities.len());
         dst.table.reserve(entities.len());

@@ -53,7 +53,7 @@ impl<'w> EntityRef<'w> {
 
     /// The archetype the entity lives in.
     pub fn archetype(&self) -> &'w Archetype {
-        &self.world.archetypes.archetypes[self.location.archetype.index()]
+        &self.world.archetypes.archetypes.all()[self.location.archetype.index()]
     }
 
     /// The type names of the entity's components.

@@ -33,7 +33,9 @@ where
         let edge = world.spawn_edge::<I::Item>();
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
-        world.archetypes.archetypes[target.index()].table.reserve(lower);
+        world.archetypes.archetypes.all_mut()[target.index()]
+            .table
+            .reserve(lower);
         world.entities.reserve(lower);
         Self { world, source, edge }
     }
@@ -68,7 +70,7 @@ where
             let world = &mut *self.world;
             let edge = &world.archetypes.insert_edges[self.edge];
             let target = edge.target;
-            let table = &mut world.archetypes.archetypes[target.index()].table;
+            let table = &mut world.archetypes.archetypes.all_mut()[target.index()].table;
             let room = table.room();
             if room == 0 {
                 // The source outran its size hint: one spawn grows the table, then the

@@ -57,7 +57,7 @@ impl World {
 
         if edge.target == location.archetype {
             // Every component is already there: replace in place.
-            let table = &mut self.archetypes.archetypes[edge.target.index()].table;
+            let table = &mut self.archetypes.archetypes.all_mut()[edge.target.index()].table;
             let row = location.row as usize;
             // SAFETY: `row` is live, every field replaces an initialised value of its type
             // (`replaced` is all true for a self-edge) in distinct columns.
@@ -87,7 +87,7 @@ impl World {
         // (if any) are dropped only after every field is written.
         let (rest, dst, dst_row) = unsafe {
             move_entity(
-                &mut self.archetypes.archetypes,
+                self.archetypes.archetypes.all_mut(),
                 &mut self.entities,
                 entity,
                 location,
@@ -163,7 +163,7 @@ impl World {
             // SAFETY: `B` has no fields, so nothing is read.
             return Ok(unsafe {
                 B::take_at(
-                    &self.archetypes.archetypes[edge.target.index()].table,
+                    &self.archetypes.archetypes.all()[edge.target.index()].table,
                     &[],
                     location.row as usize,
                 )
@@ -179,7 +179,7 @@ impl World {
         // `move_row` overwrites them.
         let (removed, _, _) = unsafe {
             move_entity(
-                &mut self.archetypes.archetypes,
+                self.archetypes.archetypes.all_mut(),
                 &mut self.entities,
                 entity,
                 location,

@@ -74,6 +74,7 @@ impl World {
         let columns: Box<[Option<&[T]>]> = self
             .archetypes
             .archetypes
+            .all()
             .iter()
             .map(|archetype| {
                 let column = archetype.column_of_type(type_id)?;
@@ -91,7 +92,7 @@ impl World {
             .filter_map(|(archetype, column)| Some((archetype, (*column)?)))
             .max_by_key(|(_, column)| column.len())
             .map_or((ArchetypeId::NONE, &[][..]), |(archetype, column)| {
-                (self.archetypes.archetypes[archetype].id(), column)
+                (self.archetypes.archetypes.all()[archetype].id(), column)
             });
         View {
             locations: self.entities.locations(),
@@ -208,6 +209,7 @@ impl World {
         let columns = self
             .archetypes
             .archetypes
+            .all()
             .iter()
             .map(|archetype| {
                 let column = archetype.table.column(archetype.column_of_type(type_id)?);

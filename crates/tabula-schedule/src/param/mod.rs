@@ -192,7 +192,9 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Qu
     }
 
     fn update_archetypes(state: &mut QueryState<D, F>, world: &World) {
-        state.update_archetypes(world);
+        // The plan too, so that the system's `for_each` reads its archetypes' columns from
+        // one array.
+        state.update_plan(world);
     }
 
     unsafe fn get_param<'w, 's>(

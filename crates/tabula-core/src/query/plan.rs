@@ -1,0 +1,233 @@
+//! The run plan: a query's non-empty archetypes with their column pointers already read out,
+//! for whole passes.
+//!
+//! Without it, a pass goes from each matched archetype to its table, from the table to its
+//! column array, and from the column to its value and tick pointers, before the first row.
+//! Over many short archetypes (26 archetypes of 20 rows in `frag_iter`) those dependent loads
+//! cost as much as the rows themselves. The plan keeps, per non-empty archetype, the
+//! [prepared](super::WorldQuery::prepare) pointers of every term and the row count in one
+//! dense array, made at one *shape* of the world (see `ArchetypeList::shape`). A pass whose
+//! world still has that shape reads the array straight through. Otherwise it walks the
+//! archetypes as before, and `for_each` / `for_each_chunk` (which hold the state mutably)
+//! record the plan on the way when the world has settled: when the previous pass saw the
+//! same shape. Making a plan costs about what it saves on one pass, so a world that changes
+//! before every pass never pays for plans it cannot use.
+//!
+//! Why the pointers hold: a table's length, block and columns change only through `&mut`
+//! access to its archetype, and the archetype list hands that out only through `all_mut`,
+//! which moves the shape on. Writes that leave the shape alone (values, ticks, floors) go
+//! through the same raw pointers the plan keeps.
+
+use super::fetch::{QueryData, RunTicks};
+use super::filter::QueryFilter;
+use super::state::{QueryState, non_empty};
+use crate::world::World;
+
+/// One non-empty matched archetype, prepared.
+pub(crate) struct Planned<DP, FP> {
+    pub(crate) data: DP,
+    pub(crate) filter: FP,
+    pub(crate) len: usize,
+}
+
+/// The prepared archetypes of a query at one shape of its world.
+pub(crate) struct RunPlan<DP, FP> {
+    /// The shape the entries were read at; `None` before the first plan.
+    shape: Option<u64>,
+    /// The shape the previous pass (or `update_plan`) saw.
+    seen: Option<u64>,
+    entries: Vec<Planned<DP, FP>>,
+}
+
+// SAFETY: the entries are pointers into the tables of the state's world. They are only
+// dereferenced by the query's run methods, which hold the world access the query's own
+// `Access` requires, from whatever thread: the same rules a fetch's pointers follow.
+unsafe impl<DP, FP> Send for RunPlan<DP, FP> {}
+// SAFETY: as above; shared access to the plan only reads the pointers.
+unsafe impl<DP, FP> Sync for RunPlan<DP, FP> {}
+
+impl<DP, FP> Default for RunPlan<DP, FP> {
+    fn default() -> Self {
+        Self {
+            shape: None,
+            seen: None,
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<DP, FP> RunPlan<DP, FP> {
+    /// The entries, when they were read at `shape`.
+    #[inline]
+    pub(crate) fn at(&self, shape: u64) -> Option<&[Planned<DP, FP>]> {
+        (self.shape == Some(shape)).then_some(&self.entries[..])
+    }
+
+    /// Whether a pass over a stale plan should make it again at `shape`: only when the
+    /// previous pass saw the same shape, i.e. the world has settled. Making a plan costs
+    /// about as much as the walk it saves on one pass (about 1.5 ns per archetype), so a
+    /// world that changes between every two passes keeps walking, as cheap as before plans
+    /// existed, and a settled one pays for one plan and then reads it.
+    #[inline]
+    fn worth_making(&mut self, shape: u64) -> bool {
+        self.seen.replace(shape) == Some(shape)
+    }
+}
+
+impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
+    /// Brings the state up to date for whole passes: matches new archetypes
+    /// ([`update_archetypes`](Self::update_archetypes)), and when the world's tables
+    /// changed since the plan was made but not since the previous call (the world has
+    /// settled), reads the column pointers of the non-empty archetypes again.
+    ///
+    /// [`for_each`](Self::for_each) and [`for_each_chunk`](Self::for_each_chunk) need not
+    /// call it: they make the plan on the way through a pass, by the same rule. A scheduler
+    /// calls it before running a system, so that
+    /// [`for_each_unchecked`](Self::for_each_unchecked) reads the plan; without a fresh
+    /// plan, that pass finds each archetype's columns itself, as fast as before plans
+    /// existed.
+    ///
+    /// # Panics
+    /// When `world` is not the world the state was built for.
+    #[inline]
+    pub fn update_plan(&mut self, world: &World) {
+        self.update_archetypes(world);
+        let shape = world.archetypes.archetypes.shape();
+        if self.plan.shape != Some(shape) && self.plan.worth_making(shape) {
+            self.make_plan(world, shape);
+        }
+    }
+
+    #[inline(never)]
+    fn make_plan(&mut self, world: &World, shape: u64) {
+        // SAFETY: the archetypes were just brought up to date for this world.
+        unsafe { self.record_plan(world, shape, |_| {}) }
+    }
+
+    /// Makes the plan for `shape` from the archetypes, calling `each` on every entry as it
+    /// is recorded.
+    ///
+    /// # Safety
+    /// The state's archetypes are up to date for `world`, its world, whose shape is `shape`.
+    #[inline(always)]
+    unsafe fn record_plan(
+        &mut self,
+        world: &World,
+        shape: u64,
+        mut each: impl FnMut(&Planned<D::Prepared, F::Prepared>),
+    ) {
+        let archetypes = world.archetypes.archetypes.all();
+        let plan = &mut self.plan;
+        // Stale until complete: `each` may unwind.
+        plan.shape = None;
+        plan.entries.clear();
+        // SAFETY: up to date (the caller's contract).
+        for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
+            // SAFETY: the caches came from matching these archetypes.
+            let planned = unsafe {
+                Planned {
+                    data: D::prepare(matched.data, archetype),
+                    filter: F::prepare(matched.filter, archetype),
+                    len,
+                }
+            };
+            each(&planned);
+            plan.entries.push(planned);
+        }
+        plan.shape = Some(shape);
+    }
+
+    /// Calls `pass` with the fetches of every non-empty matched archetype and its row
+    /// count: from the plan when it was made at the world's shape, else by walking the
+    /// archetypes.
+    ///
+    /// # Safety
+    /// As for [`iter_unchecked`](Self::iter_unchecked): the caller holds the query's access
+    /// for `'w`, and the state's archetypes are up to date for `world`, the state's world.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_archetype<'w>(
+        &self,
+        world: &'w World,
+        ticks: RunTicks,
+        mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
+    ) {
+        if let Some(entries) = self.plan.at(world.archetypes.archetypes.shape()) {
+            // SAFETY: the plan was made at the world's current shape; the caller holds the
+            // access.
+            unsafe { run_plan::<D, F>(entries, ticks, pass) };
+            return;
+        }
+        let archetypes = world.archetypes.archetypes.all();
+        // SAFETY: up to date (the caller's contract).
+        for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
+            // SAFETY: the caches came from matching this archetype; the caller holds the
+            // access.
+            unsafe {
+                pass(
+                    D::fetch_archetype(matched.data, archetype, ticks),
+                    F::fetch_archetype(matched.filter, archetype, ticks),
+                    len,
+                );
+            }
+        }
+    }
+
+    /// [`for_each_archetype`](Self::for_each_archetype) with the state held mutably: a
+    /// stale plan is made again during the pass when the world has settled (see
+    /// `RunPlan::worth_making`); otherwise the pass walks the archetypes.
+    ///
+    /// # Safety
+    /// As for `for_each_archetype`.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_archetype_mut<'w>(
+        &mut self,
+        world: &'w World,
+        ticks: RunTicks,
+        mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
+    ) {
+        let shape = world.archetypes.archetypes.shape();
+        if let Some(entries) = self.plan.at(shape) {
+            // SAFETY: as in `for_each_archetype`.
+            unsafe { run_plan::<D, F>(entries, ticks, pass) };
+            return;
+        }
+        if !self.plan.worth_making(shape) {
+            // SAFETY: the caller's contract.
+            unsafe { self.for_each_archetype(world, ticks, pass) };
+            return;
+        }
+        // SAFETY: the caller's contract; each entry was just read from its archetype.
+        unsafe {
+            self.record_plan(world, shape, |planned| {
+                pass(
+                    D::fetch_prepared(planned.data, ticks),
+                    F::fetch_prepared(planned.filter, ticks),
+                    planned.len,
+                );
+            });
+        }
+    }
+}
+
+/// Calls `pass` on each planned archetype's fetches.
+///
+/// # Safety
+/// The plan was made at the world's current shape, and the caller holds the query's access
+/// for `'w`.
+#[inline(always)]
+unsafe fn run_plan<'w, D: QueryData, F: QueryFilter>(
+    entries: &[Planned<D::Prepared, F::Prepared>],
+    ticks: RunTicks,
+    mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
+) {
+    for planned in entries {
+        // SAFETY: the pointers and lengths still hold at this shape (the caller's contract).
+        unsafe {
+            pass(
+                D::fetch_prepared(planned.data, ticks),
+                F::fetch_prepared(planned.filter, ticks),
+                planned.len,
+            );
+        }
+    }
+}
