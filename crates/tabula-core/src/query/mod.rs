@@ -10,7 +10,10 @@
 //!
 //! Iterating walks the matched list; for each non-empty archetype it turns the cached column
 //! indices into raw column pointers (one `fetch_archetype` call) and then loops over rows,
-//! where fetching an item is one pointer offset per term. Filters made only of `With` /
+//! where fetching an item is one pointer offset per term. Whole passes (`for_each`,
+//! `for_each_chunk`) skip even that walk once the world has settled: the state keeps a *run
+//! plan*, the pointers of every non-empty archetype in one array, valid while the world's
+//! tables keep their shape (`plan.rs`). Filters made only of `With` /
 //! `Without` are decided per archetype and cost nothing per row; `Added` / `Changed` read one
 //! tick per row.
 //!
