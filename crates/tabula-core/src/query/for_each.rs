@@ -56,6 +56,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     pub fn for_each(&mut self, world: &mut World, mut f: impl FnMut(D::Item<'_>)) {
         let ticks = self.begin_run_mut(world);
         let world = UnsafeWorldCell::new_mutable(world);
+        let mut plain = false;
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
         // date, and its access was checked for self-aliasing when built; only the structure
         // is read through the reference.
@@ -63,7 +64,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             self.for_each_archetype_mut(world.world(), ticks, |mut data, mut filter, len| {
                 // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by
                 // this thread alone.
-                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut f);
+                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut plain, &mut f);
             });
         }
     }
@@ -78,13 +79,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
         mut f: impl FnMut(D::Item<'_>),
     ) {
+        let mut plain = false;
         // SAFETY: the state is up to date for this world and the caller holds the query's
         // access (the caller's contract); only the structure is read through the reference.
         unsafe {
             self.for_each_archetype(world.world(), ticks, |mut data, mut filter, len| {
                 // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by
                 // this thread alone.
-                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut f);
+                run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut plain, &mut f);
             });
         }
     }
@@ -109,6 +111,12 @@ pub(super) enum Marks {
 /// marks as the module explains. Returns true when the marks of the run are still to be made
 /// (`Marks::Defer`, and every row was written); otherwise every written row is marked.
 ///
+/// `plain` carries what earlier runs of the same pass learned: once the closure has left the
+/// first row of a short run unwritten (a closure that writes through
+/// `bypass_change_detection`, or only some rows), later short runs skip the deferred attempt
+/// and take the per-row loop at once. Over short archetypes that attempt and the switch out
+/// of it cost more than the rows; long runs always try, as the floor saves a store per row.
+///
 /// # Safety
 /// The fetches come from one archetype whose rows `rows` are live; the caller holds the
 /// query's access to them, and no item of these rows is live elsewhere; `Marks::Whole` as
@@ -119,8 +127,15 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
     filter: &mut F::Fetch<'w>,
     rows: Range<usize>,
     marks: Marks,
+    plain: &mut bool,
     f: &mut impl FnMut(D::Item<'_>),
 ) -> bool {
+    let short = rows.end - rows.start <= SHORT_RUN;
+    if D::DEFERS_MARKS && F::ARCHETYPAL && short && *plain {
+        // SAFETY: the caller's contract.
+        unsafe { plain_rows::<D>(data, rows, f) };
+        return false;
+    }
     if !D::DEFERS_MARKS || !F::ARCHETYPAL {
         // Nothing to defer, or rows the filter skips would break the all-marked run: the
         // plain loop, each item marking its own row.
@@ -156,6 +171,7 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
             // SAFETY: `data` is valid and no item borrows it any more.
             if !D::row_marked(unsafe { &*data }) {
                 std::mem::forget(guard);
+                *plain |= short && row == rows.start;
                 // SAFETY: rows `start..row` were all marked and `row`'s scratch is the last
                 // one taken; the rest are live rows not yet visited.
                 unsafe { finish_unmarked::<D>(&mut *data, rows.start, row, rows.end, f) };
@@ -163,7 +179,7 @@ pub(super) unsafe fn run_rows<'w, D: QueryData, F: QueryFilter>(
             }
         }};
     }
-    if rows.end - rows.start <= SHORT_RUN {
+    if short {
         // Short runs, four rows per step: the straight-line bodies of adjacent rows combine
         // into vector instructions where the compiler can prove they do not alias (one
         // written column), and there is no scalar tail to pay per archetype.
@@ -211,9 +227,40 @@ unsafe fn finish_unmarked<D: QueryData>(
     unsafe {
         D::mark_rows(data, start..row, false);
         D::store_mark(data, row);
-        for row in row + 1..end {
-            f(D::fetch(data, row));
+        plain_rows::<D>(data, row + 1..end, f);
+    }
+}
+
+/// Calls `f` on the items of `rows`, each marking its own row when written. Short runs go
+/// four rows per step, as in [`run_rows`], so that a closure that never marks (one that
+/// writes through `bypass_change_detection`) still gets vector code over a short archetype.
+///
+/// # Safety
+/// As for `run_rows`, for the fetch and these rows; no item of them is live.
+#[inline(always)]
+unsafe fn plain_rows<D: QueryData>(
+    data: &mut D::Fetch<'_>,
+    rows: Range<usize>,
+    f: &mut impl FnMut(D::Item<'_>),
+) {
+    let mut row = rows.start;
+    if rows.end - row <= SHORT_RUN {
+        for _ in 0..(rows.end - row) / 4 {
+            // SAFETY: live rows, each visited once (the caller's contract); each item is
+            // consumed by `f` before the next is made.
+            unsafe {
+                f(D::fetch(data, row));
+                f(D::fetch(data, row + 1));
+                f(D::fetch(data, row + 2));
+                f(D::fetch(data, row + 3));
+            }
+            row += 4;
         }
+    }
+    while row < rows.end {
+        // SAFETY: as above.
+        unsafe { f(D::fetch(data, row)) };
+        row += 1;
     }
 }
 

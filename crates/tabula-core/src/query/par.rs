@@ -116,7 +116,15 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 batch.pending = unsafe {
                     let mut data = D::fetch_archetype(matched.data, archetype, ticks);
                     let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                    run_rows::<D, F>(&mut data, &mut filter, batch.rows.clone(), marks, &mut &f)
+                    // Each batch tries deferred marks on its own (no `plain` carried over).
+                    run_rows::<D, F>(
+                        &mut data,
+                        &mut filter,
+                        batch.rows.clone(),
+                        marks,
+                        &mut false,
+                        &mut &f,
+                    )
                 };
             });
         }));

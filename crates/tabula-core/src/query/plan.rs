@@ -100,41 +100,69 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     #[inline(never)]
     fn make_plan(&mut self, world: &World, shape: u64) {
+        let archetypes = world.archetypes.archetypes.all();
+        let mut entries = std::mem::take(&mut self.plan.entries);
+        entries.clear();
         // SAFETY: the archetypes were just brought up to date for this world.
-        unsafe { self.record_plan(world, shape, |_| {}) }
+        for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
+            // SAFETY: the caches came from matching this archetype.
+            let (data, filter) = unsafe {
+                (
+                    D::prepare(matched.data, archetype),
+                    F::prepare(matched.filter, archetype),
+                )
+            };
+            entries.push(Planned { data, filter, len });
+        }
+        self.plan.entries = entries;
+        self.plan.shape = Some(shape);
     }
 
-    /// Makes the plan for `shape` from the archetypes, calling `each` on every entry as it
-    /// is recorded.
+    /// Walks the non-empty matched archetypes, calling `pass` with each one's fetches, and
+    /// records the plan for `record` on the way when it is `Some`.
     ///
     /// # Safety
-    /// The state's archetypes are up to date for `world`, its world, whose shape is `shape`.
+    /// As for [`for_each_archetype`](Self::for_each_archetype); `record`, when given, is
+    /// the world's current shape.
     #[inline(always)]
-    unsafe fn record_plan(
+    unsafe fn walk<'w>(
         &mut self,
-        world: &World,
-        shape: u64,
-        mut each: impl FnMut(&Planned<D::Prepared, F::Prepared>),
+        world: &'w World,
+        record: Option<u64>,
+        mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
+        ticks: RunTicks,
     ) {
         let archetypes = world.archetypes.archetypes.all();
         let plan = &mut self.plan;
-        // Stale until complete: `each` may unwind.
-        plan.shape = None;
-        plan.entries.clear();
+        if record.is_some() {
+            // Stale until complete: `pass` may unwind.
+            plan.shape = None;
+            plan.entries.clear();
+        }
         // SAFETY: up to date (the caller's contract).
         for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
-            // SAFETY: the caches came from matching these archetypes.
-            let planned = unsafe {
-                Planned {
-                    data: D::prepare(matched.data, archetype),
-                    filter: F::prepare(matched.filter, archetype),
-                    len,
-                }
+            // SAFETY: the caches came from matching this archetype.
+            let (data, filter) = unsafe {
+                (
+                    D::prepare(matched.data, archetype),
+                    F::prepare(matched.filter, archetype),
+                )
             };
-            each(&planned);
-            plan.entries.push(planned);
+            if record.is_some() {
+                plan.entries.push(Planned { data, filter, len });
+            }
+            // SAFETY: just read from the archetype; the caller holds the access.
+            unsafe {
+                pass(
+                    D::fetch_prepared(data, ticks),
+                    F::fetch_prepared(filter, ticks),
+                    len,
+                )
+            };
         }
-        plan.shape = Some(shape);
+        if record.is_some() {
+            plan.shape = record;
+        }
     }
 
     /// Calls `pass` with the fetches of every non-empty matched archetype and its row
@@ -183,7 +211,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         &mut self,
         world: &'w World,
         ticks: RunTicks,
-        mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
+        pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
     ) {
         let shape = world.archetypes.archetypes.shape();
         if let Some(entries) = self.plan.at(shape) {
@@ -191,21 +219,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             unsafe { run_plan::<D, F>(entries, ticks, pass) };
             return;
         }
-        if !self.plan.worth_making(shape) {
-            // SAFETY: the caller's contract.
-            unsafe { self.for_each_archetype(world, ticks, pass) };
-            return;
-        }
-        // SAFETY: the caller's contract; each entry was just read from its archetype.
-        unsafe {
-            self.record_plan(world, shape, |planned| {
-                pass(
-                    D::fetch_prepared(planned.data, ticks),
-                    F::fetch_prepared(planned.filter, ticks),
-                    planned.len,
-                );
-            });
-        }
+        let record = self.plan.worth_making(shape).then_some(shape);
+        // SAFETY: the caller's contract; `record` is the current shape.
+        unsafe { self.walk(world, record, pass, ticks) };
     }
 }
 
