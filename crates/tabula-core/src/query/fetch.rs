@@ -45,6 +45,13 @@ pub struct RunTicks {
 /// read. `Prepared` may hold only what stays true while the world's tables keep their shape
 /// (the table's column and entity pointers, facts about the archetype); anything that can
 /// change without a structural change (ticks, changed floors) is read in `fetch_prepared`.
+/// Pointers in `Prepared` must point into storage the table owns (as
+/// `archetype.entities().as_ptr()` does), never into the [`Archetype`] itself: the world
+/// borrows its archetype list mutably to cache edges without changing the shape (a failing
+/// `remove` does), which under Stacked Borrows invalidates any pointer to an `Archetype`.
+/// A [`QueryState`](super::QueryState) keeps its prepared forms and is `Send` and `Sync`
+/// whatever `Prepared` is, so `Prepared` must be safe to send to and share with other
+/// threads, as the fetch's pointers are.
 pub unsafe trait WorldQuery {
     /// Resolved component ids; built once per query.
     type State: Send + Sync + 'static;
