@@ -131,7 +131,8 @@ impl LastRun {
 /// Mutable access to a component that records the write.
 ///
 /// Dereferencing mutably stamps the row's `changed` tick, so merely looking through a `Mut`
-/// does not count as a change; only `DerefMut` does (the semantics bevy_ecs users know).
+/// does not count as a change; only `DerefMut` does (the semantics bevy_ecs users know). The
+/// first mutable access stamps it; later ones through the same `Mut` find it stamped.
 ///
 /// `changed` points at the row's own tick, or, inside [`QueryState::for_each`], at a scratch
 /// tick the loop reads back after the item is gone (see `query/for_each.rs`). `floor` is the
@@ -146,6 +147,10 @@ pub struct Mut<'a, T> {
     floor: Tick,
     last_run: Tick,
     this_run: Tick,
+    /// Set once `changed` holds `this_run`: later mutable accesses through this `Mut` skip
+    /// the store. An item's fields live in registers, so a loop body that writes a value
+    /// several times stores its tick once.
+    marked: bool,
 }
 
 impl<'a, T> Mut<'a, T> {
@@ -164,6 +169,7 @@ impl<'a, T> Mut<'a, T> {
             floor,
             last_run: run.last_run,
             this_run: run.this_run,
+            marked: false,
         }
     }
 
@@ -202,7 +208,10 @@ impl<T> std::ops::Deref for Mut<'_, T> {
 impl<T> std::ops::DerefMut for Mut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        *self.changed = self.this_run;
+        if !self.marked {
+            *self.changed = self.this_run;
+            self.marked = true;
+        }
         self.value
     }
 }

@@ -34,28 +34,25 @@ fn changed_pos(world: &mut World) -> QueryState<Entity, Changed<Pos>> {
     changed
 }
 
-#[test]
-fn for_each_marks_exactly_the_rows_it_writes() {
-    // Patterns over the spawn index: the fast path (every row), the fallback at the first
-    // row, in the middle and at the last row, and no writes at all.
-    let patterns: [(&str, fn(u32) -> bool); 7] = [
-        ("all", |_| true),
-        ("none", |_| false),
-        ("all but the first of each archetype", |i| i % 10 != 0),
-        ("all but the last of each archetype", |i| i % 10 != 9),
-        ("only the first", |i| i % 10 == 0),
-        ("even", |i| i % 2 == 0),
-        ("one archetype", |i| i >= 10),
-    ];
-    for (name, writes) in patterns {
+/// Patterns of writes over the spawn index: the fast path (every row), the fallback at the
+/// first row, in the middle and at the last row, and no writes at all.
+const PATTERNS: [(&str, fn(u32) -> bool); 7] = [
+    ("all", |_| true),
+    ("none", |_| false),
+    ("all but the first of each archetype", |i| i % 10 != 0),
+    ("all but the last of each archetype", |i| i % 10 != 9),
+    ("only the first", |i| i % 10 == 0),
+    ("even", |i| i % 2 == 0),
+    ("one archetype", |i| i >= 10),
+];
+
+/// Runs `write` (which writes the rows `writes` picks) on a fresh pair of archetypes and
+/// checks that `Changed<Pos>` then sees exactly those rows, once.
+fn check_marks(write: impl Fn(&mut World, fn(u32) -> bool)) {
+    for (name, writes) in PATTERNS {
         let (mut world, entities) = two_archetypes();
         let mut changed = changed_pos(&mut world);
-        let mut q = world.query::<&mut Pos>();
-        q.for_each(&mut world, |mut pos| {
-            if writes(pos.0) {
-                pos.0 += 100;
-            }
-        });
+        write(&mut world, writes);
         let expected: Vec<Entity> = (0..20)
             .filter(|&i| writes(i))
             .map(|i| entities[i as usize])
@@ -67,6 +64,61 @@ fn for_each_marks_exactly_the_rows_it_writes() {
             "{name}: nothing new on the next run"
         );
     }
+}
+
+#[test]
+fn for_each_marks_exactly_the_rows_it_writes() {
+    check_marks(|world, writes| {
+        world.query::<&mut Pos>().for_each(world, |mut pos| {
+            if writes(pos.0) {
+                pos.0 += 100;
+            }
+        });
+    });
+}
+
+#[test]
+fn iter_mut_marks_exactly_the_rows_it_writes() {
+    // A `for` loop, writing a row's value several times through one item.
+    check_marks(|world, writes| {
+        for mut pos in world.query::<&mut Pos>().iter_mut(world) {
+            if writes(pos.0) {
+                pos.0 += 50;
+                pos.0 += 50;
+            }
+        }
+    });
+    // Items kept past later `next` calls and written afterwards, last first.
+    check_marks(|world, writes| {
+        let mut q = world.query::<&mut Pos>();
+        let mut items: Vec<Mut<Pos>> = q.iter_mut(world).collect();
+        for pos in items.iter_mut().rev() {
+            if writes(pos.0) {
+                pos.0 += 100;
+            }
+        }
+    });
+}
+
+#[test]
+fn a_mut_marks_on_its_first_mutable_access() {
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query::<(Entity, &mut Pos)>();
+    // A first run, writing nothing, after which the spawns are old news to `q`.
+    assert_eq!(q.iter_mut(&mut world).count(), 20);
+    for (entity, mut pos) in q.iter_mut(&mut world) {
+        if entity == entities[3] {
+            let _: &Pos = &pos;
+            assert!(!pos.is_changed(), "reading does not mark");
+            pos.0 += 1;
+            assert!(pos.is_changed(), "the first write marks");
+            pos.0 += 1;
+            assert!(pos.is_changed());
+        }
+    }
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), [entities[3]]);
+    assert_eq!(world.get::<Pos>(entities[3]).unwrap(), &Pos(5));
 }
 
 #[test]
