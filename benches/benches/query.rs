@@ -282,6 +282,15 @@ fn iter_group(c: &mut Criterion, name: &str, state: &mut IterState) {
         "tabula_untracked" => |s: &mut IterState| {
             s.query.for_each(&mut s.world, |(mut pos, vel)| integrate(pos.bypass_change_detection(), vel))
         };
+        // Diagnostic: a `for` loop over `iter_mut` writing each field through the item, the
+        // way bevy_ecs and hecs users write it (`integrate`'s arithmetic, spelled out).
+        "tabula_for_loop" => |s: &mut IterState| {
+            for (mut pos, vel) in s.query.iter_mut(&mut s.world) {
+                pos.0[0] += vel.0[0];
+                pos.0[1] += vel.0[1];
+                pos.0[2] += vel.0[2];
+            }
+        };
         "tabula_chunk" => |s: &mut IterState| {
             s.query.for_each_chunk(&mut s.world, |(positions, velocities)| {
                 integrate_lanes(lanes_mut(positions), lanes(velocities))
@@ -386,6 +395,12 @@ fn frag_iter(c: &mut Criterion) {
         // (the gap to `tabula` is the cost of visiting 26 archetypes instead of one).
         "tabula_untracked" => |s: &mut FragState| {
             s.query.for_each(&mut s.world, |mut data| data.bypass_change_detection().0 *= 2.0)
+        };
+        // Diagnostic: a `for` loop over `iter_mut`.
+        "tabula_for_loop" => |s: &mut FragState| {
+            for mut data in s.query.iter_mut(&mut s.world) {
+                data.0 *= 2.0;
+            }
         };
         "tabula_one_archetype" => |s: &mut FragState| {
             s.one_query.for_each(&mut s.one_world, |mut data| data.0 *= 2.0)
