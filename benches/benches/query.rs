@@ -27,6 +27,12 @@
 //! ```text
 //! TABULA_BENCH_ROUNDS=200 cargo bench -p tabula-benches --bench query [-- <group filter>]
 //! ```
+//!
+//! Interleaved mode also builds each group's state [`PLACEMENTS`] times, all alive at once,
+//! and runs the rounds on the copies in turn. Where the allocator and the kernel put a
+//! group's memory moves a memory-bound pass by up to 10% (tabula and raw alike, each by its
+//! own draw), so one copy per process would make the ratio a lottery; the fastest round over
+//! several copies compares each side at its best placement.
 
 // The fragmentation components are spawned for their archetypes and never read.
 #![allow(dead_code)]
@@ -59,6 +65,20 @@ fn selected(group: &str) -> bool {
         .skip(1)
         .find(|arg| !arg.starts_with("--"))
         .is_none_or(|filter| group.contains(&filter))
+}
+
+/// How many copies of each group's state interleaved mode builds (see the module docs).
+const PLACEMENTS: usize = 4;
+
+/// The states a group runs on: [`PLACEMENTS`] copies made by `make` in interleaved mode, one
+/// under criterion.
+fn placements<S>(make: impl FnMut() -> S) -> Vec<S> {
+    let copies = if interleaved_rounds().is_some() {
+        PLACEMENTS
+    } else {
+        1
+    };
+    std::iter::repeat_with(make).take(copies).collect()
 }
 
 /// One entry under criterion. With `prepare`, it runs before every timed pass, untimed.
@@ -144,37 +164,54 @@ macro_rules! prepare {
 }
 
 /// Runs the entries `name => |state| pass` (optionally `, prepare |state| untimed setup`) of
-/// one group over `state`, under criterion or interleaved.
+/// one group over `states` (from [`placements`]), under criterion (on the first state) or
+/// interleaved (each round on the next state).
 macro_rules! bench_group {
-    ($c:expr, $group:expr, $state:expr, [$($name:literal => $run:expr $(, prepare $prepare:expr)?;)+]) => {{
-        let state = $state;
+    ($c:expr, $group:expr, $states:expr, [$($name:literal => $run:expr $(, prepare $prepare:expr)?;)+]) => {{
+        let states: &mut [_] = $states;
         match interleaved_rounds() {
             None => {
                 let mut group = $c.benchmark_group($group);
-                $(criterion_entry(&mut group, $name, &mut *state, prepare!($($prepare)?), $run);)+
+                $(criterion_entry(&mut group, $name, &mut states[0], prepare!($($prepare)?), $run);)+
                 group.finish();
             }
             Some(_) if !selected($group) => {}
             Some(rounds) => {
                 let names = [$($name),+];
                 let mut best = vec![f64::MAX; names.len()];
-                let mut reps = vec![0usize; names.len()];
+                let mut slowest = 0.0f64;
+                let mut reps = 0;
                 for round in 0..=rounds {
-                    let mut entry = 0;
-                    $(
-                        let mut prepare = prepare!($($prepare)?);
-                        let mut run = $run;
-                        if round == 0 {
-                            // Warm up, then size a round to about 2 ms.
-                            let once = interleaved_round(&mut *state, 1, &mut prepare, &mut run);
-                            reps[entry] = ((2e-3 / once.max(1e-9)) as usize).clamp(1, 100_000);
-                        } else {
-                            let secs = interleaved_round(&mut *state, reps[entry], &mut prepare, &mut run);
-                            best[entry] = best[entry].min(secs);
-                        }
-                        entry += 1;
-                    )+
-                    let _ = entry;
+                    let copies = states.len();
+                    let state = &mut states[round % copies];
+                    // Each round starts one entry later than the last, so that every entry
+                    // follows every other equally often: a pass finds in the caches what the
+                    // pass before it left there (big_iter's 24 MB of columns fit in a 32 MB
+                    // L3), and a fixed order would favour the entries placed after their
+                    // own data's users.
+                    for turn in 0..names.len() {
+                        let mut entry = 0;
+                        $(
+                            if entry == (turn + round) % names.len() {
+                                let mut prepare = prepare!($($prepare)?);
+                                let mut run = $run;
+                                if round == 0 {
+                                    // Warm up, timing one pass.
+                                    let once = interleaved_round(&mut *state, 1, &mut prepare, &mut run);
+                                    slowest = slowest.max(once);
+                                } else {
+                                    let secs = interleaved_round(&mut *state, reps, &mut prepare, &mut run);
+                                    best[entry] = best[entry].min(secs);
+                                }
+                            }
+                            entry += 1;
+                        )+
+                        let _ = entry;
+                    }
+                    // Every entry runs the same number of passes per round, enough for about
+                    // 2 ms of the slowest, so that each has the same share of passes that
+                    // follow a pass of its own.
+                    reps = ((2e-3 / slowest.max(1e-9)) as usize).clamp(1, 100_000);
                 }
                 interleaved_report($group, &names, &best);
             }
@@ -272,8 +309,8 @@ impl IterState {
 }
 
 /// The serial `pos += vel` entries, over `state`.
-fn iter_group(c: &mut Criterion, name: &str, state: &mut IterState) {
-    bench_group!(c, name, state, [
+fn iter_group(c: &mut Criterion, name: &str, states: &mut [IterState]) {
+    bench_group!(c, name, states, [
         "tabula" => |s: &mut IterState| {
             s.query.for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
         };
@@ -311,16 +348,16 @@ fn iter_group(c: &mut Criterion, name: &str, state: &mut IterState) {
 
 /// 10,000 entities: `pos += vel`.
 fn simple_iter(c: &mut Criterion) {
-    iter_group(c, "simple_iter", &mut IterState::new(10_000));
+    iter_group(c, "simple_iter", &mut placements(|| IterState::new(10_000)));
 }
 
 /// 1,000,000 entities: `pos += vel` serially (`big_iter`), and on rayon's threads beside the
 /// serial tabula pass (`par_big_iter`).
 fn big_iter(c: &mut Criterion) {
-    let mut state = IterState::new(1_000_000);
-    iter_group(c, "big_iter", &mut state);
+    let mut states = placements(|| IterState::new(1_000_000));
+    iter_group(c, "big_iter", &mut states);
     // Automatic batches: 1M rows / (2 threads * 4) = 125k rows per batch on 2 cores.
-    bench_group!(c, "par_big_iter", &mut state, [
+    bench_group!(c, "par_big_iter", &mut states, [
         "tabula_par" => |s: &mut IterState| {
             s.query.par_for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
         };
@@ -373,23 +410,25 @@ struct FragState {
 
 /// 26 archetypes of 20 entities: `data *= 2` over `&mut Data`.
 fn frag_iter(c: &mut Criterion) {
-    let mut world = World::new();
-    spawn_fragments(&mut world);
-    let query = world.query();
-    let mut one_world = World::new();
-    one_world
-        .spawn_batch((0..26 * 20).map(|_| (A(0.0), Data(1.0))))
-        .for_each(drop);
-    let one_query = one_world.query();
-    let mut state = FragState {
-        world,
-        query,
-        one_world,
-        one_query,
-        data: vec![Data(1.0); 26 * 20],
-        tables: vec![vec![Data(1.0); 20]; 26],
-    };
-    bench_group!(c, "frag_iter", &mut state, [
+    let mut states = placements(|| {
+        let mut world = World::new();
+        spawn_fragments(&mut world);
+        let query = world.query();
+        let mut one_world = World::new();
+        one_world
+            .spawn_batch((0..26 * 20).map(|_| (A(0.0), Data(1.0))))
+            .for_each(drop);
+        let one_query = one_world.query();
+        FragState {
+            world,
+            query,
+            one_world,
+            one_query,
+            data: vec![Data(1.0); 26 * 20],
+            tables: vec![vec![Data(1.0); 20]; 26],
+        }
+    });
+    bench_group!(c, "frag_iter", &mut states, [
         "tabula" => |s: &mut FragState| s.query.for_each(&mut s.world, |mut data| data.0 *= 2.0);
         // Diagnostics: without the changed-tick store, and the same 520 rows in one archetype
         // (the gap to `tabula` is the cost of visiting 26 archetypes instead of one).
@@ -534,17 +573,19 @@ fn heavy_compute(c: &mut Criterion) {
             Velocity([1.0; 3]),
         )
     };
-    let mut world = World::new();
-    world.spawn_batch((0..N).map(bundle)).for_each(drop);
-    let mut query = world.query();
-    query.set_batch_size(BatchSize::Fixed(BATCH));
-    let mut state = HeavyState {
-        world,
-        query,
-        positions: (0..N).map(|i| bundle(i).1).collect(),
-        transforms: (0..N).map(|i| bundle(i).0).collect(),
-    };
-    bench_group!(c, "heavy_compute", &mut state, [
+    let mut states = placements(|| {
+        let mut world = World::new();
+        world.spawn_batch((0..N).map(bundle)).for_each(drop);
+        let mut query = world.query();
+        query.set_batch_size(BatchSize::Fixed(BATCH));
+        HeavyState {
+            world,
+            query,
+            positions: (0..N).map(|i| bundle(i).1).collect(),
+            transforms: (0..N).map(|i| bundle(i).0).collect(),
+        }
+    });
+    bench_group!(c, "heavy_compute", &mut states, [
         "tabula_par" => |s: &mut HeavyState| {
             s.query.par_for_each(&mut s.world, |(mut pos, mut transform)| heavy(&mut transform, &mut pos))
         };
@@ -618,22 +659,24 @@ struct ChangedState {
 fn changed_filter(c: &mut Criterion) {
     const N: usize = 100_000;
     let marked_rows = random_rows(N, N / 100);
-    let mut world = World::new();
-    let entities: Vec<Entity> = world.spawn_batch((0..N as u32).map(|i| (Value(i),))).collect();
-    let mut query = world.query_filtered::<&Value, Changed<Value>>();
-    // The first run sees every row as added; later runs see only the marked rows.
-    black_box(query.iter(&world).count());
-    let mut state = ChangedState {
-        world,
-        query,
-        marked_entities: marked_rows.iter().map(|&i| entities[i]).collect(),
-        values: (0..N as u32).map(Value).collect(),
-        ticks: vec![1; N],
-        marked_rows,
-        now: 1,
-        last_run: 1,
-    };
-    bench_group!(c, "changed_filter", &mut state, [
+    let mut states = placements(|| {
+        let mut world = World::new();
+        let entities: Vec<Entity> = world.spawn_batch((0..N as u32).map(|i| (Value(i),))).collect();
+        let mut query = world.query_filtered::<&Value, Changed<Value>>();
+        // The first run sees every row as added; later runs see only the marked rows.
+        black_box(query.iter(&world).count());
+        ChangedState {
+            world,
+            query,
+            marked_entities: marked_rows.iter().map(|&i| entities[i]).collect(),
+            values: (0..N as u32).map(Value).collect(),
+            ticks: vec![1; N],
+            marked_rows: marked_rows.clone(),
+            now: 1,
+            last_run: 1,
+        }
+    });
+    bench_group!(c, "changed_filter", &mut states, [
         "tabula" => |s: &mut ChangedState| {
             let sum: u64 = s.query.iter(&s.world).map(|v| u64::from(v.0)).sum();
             black_box(sum);
