@@ -12,7 +12,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tabula_core::{Bundle, Component, Entity, EntityError, Has, Or, QueryState, With, Without, World};
+use tabula_core::{
+    Bundle, Component, Entity, EntityError, Has, Or, QueryError, QueryState, With, Without, World,
+};
 
 mod common;
 use common::Rng;
@@ -522,6 +524,45 @@ fn check_queries(world: &mut World, model: &mut Model, q: &mut Queries) {
             seen, want,
             "for_each_chunk {pass} over (Entity, &mut Wide), With<Name>"
         );
+    }
+
+    // Lookups of every live entity and of the most recent dead ones.
+    for (&e, row) in &model.live {
+        let got = q
+            .pos
+            .get(world, e)
+            .map(|(ge, pos, small)| (ge, pos.value(), small.map(Small::value)));
+        match &row[Pos::KIND] {
+            Some(pos) => assert_eq!(got, Ok((e, pos.clone(), row[Small::KIND].clone())), "get {e:?}"),
+            None => assert!(
+                matches!(got, Err(QueryError::NoMatch { entity, .. }) if entity == e),
+                "get {e:?}: {got:?}"
+            ),
+        }
+    }
+    for &e in model.dead.iter().rev().take(8) {
+        assert_eq!(
+            q.pos.get(world, e).err(),
+            Some(QueryError::NoSuchEntity(e)),
+            "get of dead {e:?}"
+        );
+    }
+    for (&e, row) in model.live.iter_mut() {
+        let got = q.hp.get_mut(world, e).map(|(ge, mut hp)| {
+            hp.0 = hp.0.wrapping_add(7);
+            (ge, hp.0)
+        });
+        let tagged = has(row, Tag::KIND);
+        match &mut row[Hp::KIND] {
+            Some(Value::Hp(hp)) if !tagged => {
+                *hp = hp.wrapping_add(7);
+                assert_eq!(got, Ok((e, *hp)), "get_mut {e:?}");
+            }
+            _ => assert!(
+                matches!(got, Err(QueryError::NoMatch { entity, .. }) if entity == e),
+                "get_mut {e:?}: {got:?}"
+            ),
+        }
     }
 
     let want: BTreeMap<Entity, (u32, bool)> = (model.live.iter())

@@ -446,3 +446,52 @@ fn wide_and_nested_tuples() {
     let (a, .., (flag, id)) = q.single(&world).unwrap();
     assert_eq!((*a, *flag, id), (1, true, e));
 }
+
+#[test]
+fn get_sees_every_structural_change() {
+    let mut world = World::new();
+    let a = world.spawn((Pos(1.0),));
+    let b = world.spawn((Pos(2.0), Vel(0.0)));
+    let tagged = world.spawn((Frozen,));
+    let mut q = world.query_filtered::<&Pos, Changed<Pos>>();
+    assert_eq!(q.get(&world, a), Ok(&Pos(1.0)));
+    assert_eq!(q.get(&world, b), Ok(&Pos(2.0)));
+    assert!(q.get(&world, tagged).is_err(), "not matched");
+    // A run of the query: nothing changed since, so the filter refuses both.
+    q.iter(&world).for_each(drop);
+    assert!(q.get(&world, a).is_err() && q.get(&world, b).is_err());
+
+    // Each of these moves or reallocates rows.
+    world.get_mut::<Pos>(a).unwrap().0 = 10.0;
+    assert_eq!(
+        q.get(&world, a),
+        Ok(&Pos(10.0)),
+        "a shape-neutral write, through the plan"
+    );
+    world.insert(a, (Vel(1.0),)).unwrap();
+    assert_eq!(q.get(&world, a), Ok(&Pos(10.0)), "after moving to b's archetype");
+    assert!(q.get(&world, b).is_err(), "b is unchanged");
+    let many: Vec<Entity> = world
+        .spawn_batch((0..100).map(|i| (Pos(100.0 + i as f32), Vel(0.0))))
+        .collect();
+    for (i, &e) in many.iter().enumerate() {
+        assert_eq!(
+            q.get(&world, e),
+            Ok(&Pos(100.0 + i as f32)),
+            "after the table grew"
+        );
+    }
+    assert_eq!(q.get(&world, a), Ok(&Pos(10.0)));
+    world.despawn(a).unwrap();
+    assert!(q.get(&world, a).is_err());
+    world.remove::<(Vel,)>(b).unwrap();
+    assert!(q.get(&world, b).is_err(), "a move is not a change");
+    world.get_mut::<Pos>(b).unwrap().0 = 3.0;
+    assert_eq!(q.get(&world, b), Ok(&Pos(3.0)), "after moving out again");
+    world.insert(tagged, (Pos(7.0),)).unwrap();
+    assert_eq!(
+        q.get(&world, tagged),
+        Ok(&Pos(7.0)),
+        "in an archetype made after the plan"
+    );
+}
