@@ -12,7 +12,8 @@
 //! - `changed_filter`: a `Changed<T>` pass over 100k rows of which 1% changed.
 //!
 //! Entries named `tabula_untracked` / `tabula_one_archetype` are diagnostics, not workloads:
-//! they remove one cost (the changed-tick store, the fragmentation) to measure it.
+//! they remove one cost (the changed-tick store, the fragmentation) to measure it;
+//! `tabula_for_loop` writes the pass as a `for` loop over `iter_mut`, the way many users do.
 //!
 //! Run with `cargo bench -p tabula-benches --bench query`; results are summarised in
 //! `docs/benchmarks.md` (section "Queries").
