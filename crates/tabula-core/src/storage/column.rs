@@ -56,6 +56,26 @@ const PAGE: usize = 4096;
 /// (`simple_iter`, 10k rows: 1.05x raw page-placed, 1.00x not).
 const PAGE_ALIGN_FROM: usize = 256 * PAGE;
 
+/// Writes a zero byte at the start of every page that lies wholly within rows `rows` of the
+/// array of `stride`-byte elements at `base`. A page first written here is mapped now, so a
+/// table filled row by row across all its columns gets each array's pages in array order
+/// instead of interleaved with the other arrays' (see `Table::prefault`).
+///
+/// # Safety
+/// The array at `base` spans `rows`, and those elements hold nothing anyone reads.
+unsafe fn touch_pages(base: *mut u8, stride: usize, rows: std::ops::Range<usize>) {
+    let (start, end) = (rows.start * stride, rows.end * stride);
+    // The first page boundary at or after the array's byte `start`, as an offset from `base`.
+    let mut offset = start + (PAGE - (base.addr() + start) % PAGE) % PAGE;
+    while offset < end {
+        // SAFETY: `start <= offset < end`, so the byte lies in the unused rows (the caller's
+        // contract); a volatile write so that it is not dropped as dead before the row is
+        // filled.
+        unsafe { base.add(offset).write_volatile(0) };
+        offset += PAGE;
+    }
+}
+
 /// Where a column's three arrays sit inside its table's block, as byte offsets.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ColumnOffsets {
@@ -584,6 +604,23 @@ impl Column {
     /// Clears the floor of a column whose rows are all gone.
     pub(crate) fn clear_floor(&mut self) {
         *self.changed_floor.get_mut() = None;
+    }
+
+    /// Writes a byte into every memory page that lies wholly within `rows` of this column's
+    /// three arrays, one array after the other (see [`Table::prefault`](super::Table::prefault)).
+    ///
+    /// # Safety
+    /// `rows` lie within the table's capacity and hold no value or tick anyone reads (rows
+    /// past the table's length): the bytes written are garbage until the rows are filled.
+    pub(crate) unsafe fn prefault(&mut self, rows: std::ops::Range<usize>) {
+        let tick = size_of::<Tick>();
+        // SAFETY: the three arrays span the table's capacity (column invariant), which
+        // contains `rows`; those rows are unused (the caller's contract).
+        unsafe {
+            touch_pages(self.data.as_ptr(), self.item.size(), rows.clone());
+            touch_pages(self.added.as_ptr().cast(), tick, rows.clone());
+            touch_pages(self.changed.as_ptr().cast(), tick, rows);
+        }
     }
 
     /// Base pointer of the value buffer (row 0), for typed iteration.

@@ -125,6 +125,32 @@ impl Table {
         self.capacity - self.len()
     }
 
+    /// Maps the memory of the next `rows` rows (at most the room there is) now, array by
+    /// array, for a batch about to fill them.
+    ///
+    /// Anonymous memory is mapped page by page when first written. Filled row by row, a
+    /// table writes all of its arrays in turn, so each array's pages are mapped interleaved
+    /// with every other array's and end up scattered in physical memory; streaming one
+    /// such column from DRAM measured 3-14% slower than a `Vec` filled on its own, and a
+    /// column whose pages were mapped array by array 5% faster (1M rows, caches emptied
+    /// before each pass). Touching one byte per page first maps each array in order; the
+    /// pages would be mapped by the batch anyway, so the cost is one write per 4 KiB.
+    pub(crate) fn prefault(&mut self, rows: usize) {
+        let rows = self.len()..self.len() + rows.min(self.room());
+        // The row list is a `Vec` of its own: one write per page of its spare capacity.
+        let per_page = 4096 / size_of::<Entity>();
+        for slot in self.entities.spare_capacity_mut()[..rows.len()]
+            .iter_mut()
+            .step_by(per_page)
+        {
+            *slot = std::mem::MaybeUninit::zeroed();
+        }
+        for column in &mut self.columns {
+            // SAFETY: `rows` lie between the length and the capacity: unused rows.
+            unsafe { column.prefault(rows.clone()) };
+        }
+    }
+
     #[inline]
     pub(crate) fn entities(&self) -> &[Entity] {
         &self.entities

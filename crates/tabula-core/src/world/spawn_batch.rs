@@ -33,9 +33,10 @@ where
         let edge = world.spawn_edge::<I::Item>();
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
-        world.archetypes.archetypes.all_mut()[target.index()]
-            .table
-            .reserve(lower);
+        let table = &mut world.archetypes.archetypes.all_mut()[target.index()].table;
+        table.reserve(lower);
+        // The rows are filled one by one across all columns: map each column's pages first.
+        table.prefault(lower);
         world.entities.reserve(lower);
         Self { world, source, edge }
     }

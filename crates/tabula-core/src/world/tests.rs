@@ -392,6 +392,57 @@ fn spawn_batch_grows_past_its_size_hint_and_survives_a_panicking_consumer() {
 }
 
 #[test]
+fn spawn_batch_maps_pages_without_touching_live_rows() {
+    // Rows already in the table end mid-page; the batch's pages are written before its rows
+    // (`Table::prefault`), over several pages of every array, and the values and ticks of
+    // the rows before them stay as they were.
+    let mut world = World::new();
+    let first: Vec<Entity> = world
+        .spawn_batch((0..700u64).map(|i| (i, Pos(i as f32, 0.0))))
+        .collect();
+    let mut changed = world.query_filtered::<&u64, crate::Changed<u64>>();
+    assert_eq!(changed.iter(&world).count(), 700);
+    let second: Vec<Entity> = world
+        .spawn_batch((700..3000u64).map(|i| (i, Pos(i as f32, 0.0))))
+        .collect();
+    for (i, &e) in first.iter().chain(&second).enumerate() {
+        assert_eq!(world.get::<u64>(e), Ok(&(i as u64)));
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+    }
+    assert_eq!(changed.iter(&world).count(), 2300, "only the second batch is new");
+    assert_locations_exact(&world);
+}
+
+#[test]
+fn spawn_batch_with_a_lying_size_hint_only_fills_what_it_yields() {
+    // Claims 5000 rows and yields 10: the table makes room for and maps 5000, fills 10, and
+    // never reads the other rows.
+    struct Liar(u32);
+    impl Iterator for Liar {
+        type Item = (u32, Pos);
+        fn next(&mut self) -> Option<Self::Item> {
+            (self.0 < 10).then(|| {
+                self.0 += 1;
+                (self.0, Pos(0.0, 1.0))
+            })
+        }
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            (5000, None)
+        }
+    }
+    let mut world = World::new();
+    let spawned: Vec<Entity> = world.spawn_batch(Liar(0)).collect();
+    assert_eq!(spawned.len(), 10);
+    assert_eq!(world.len(), 10);
+    let mut values: Vec<u32> = world.query::<&u32>().iter(&world).copied().collect();
+    values.sort();
+    assert_eq!(values, (1..=10).collect::<Vec<_>>());
+    let more = world.spawn((11u32, Pos(0.0, 2.0)));
+    assert_eq!(world.get::<Pos>(more), Ok(&Pos(0.0, 2.0)));
+    assert_locations_exact(&world);
+}
+
+#[test]
 fn spawn_batch_dropped_early_spawns_the_rest() {
     let mut world = World::new();
     let mut batch = world.spawn_batch((0..5u32).map(|i| (i,)));
