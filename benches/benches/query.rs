@@ -149,6 +149,31 @@ fn interleaved_round<S>(
     total.as_secs_f64() / reps as f64
 }
 
+/// What a group's state does before each interleaved round, untimed.
+trait Rounds {
+    /// Nothing, by default. A state whose passes stream more than the caches hold empties
+    /// them here ([`evict_caches`]): otherwise a pass would run partly from whatever the pass
+    /// before it left in the 32 MB L3, which depends on which entry that was.
+    fn before_round(&mut self) {}
+}
+
+/// Reads 64 MB of memory that no entry uses, so that the next pass finds none of its data
+/// in the caches (and no dirty lines to write back).
+fn evict_caches() {
+    static SCRATCH: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    let scratch = SCRATCH.get_or_init(|| (0..8 << 20).collect());
+    black_box(black_box(scratch).iter().fold(0u64, |a, &b| a ^ b));
+}
+
+/// `0..n` in an order drawn from `rng`.
+fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
 /// Prints the fastest round of each entry, and its ratio to the group's baseline (`raw`, or
 /// the first entry whose name starts with `raw`).
 fn interleaved_report(group: &str, names: &[&str], best: &[f64]) {
@@ -195,19 +220,21 @@ macro_rules! bench_group {
                 let names = [$($name),+];
                 let mut best = vec![f64::MAX; names.len()];
                 let mut slowest = 0.0f64;
+                let mut order_rng = Rng(0x2545_f491_4f6c_dd1d);
                 let mut reps = 0;
                 for round in 0..=rounds {
                     let copies = states.len();
                     let state = &mut states[round % copies];
-                    // Each round starts one entry later than the last, so that every entry
-                    // follows every other equally often: a pass finds in the caches what the
-                    // pass before it left there (big_iter's 24 MB of columns fit in a 32 MB
-                    // L3), and a fixed order would favour the entries placed after their
-                    // own data's users.
+                    // Each round runs the entries in a fresh random order, so that every
+                    // entry follows every other about equally often: a pass finds in the
+                    // caches what the pass before it left there (big_iter's 24 MB of columns
+                    // fit in a 32 MB L3), and any fixed cycle would give each entry the same
+                    // predecessor every round.
+                    let order = shuffled(names.len(), &mut order_rng);
                     for turn in 0..names.len() {
                         let mut entry = 0;
                         $(
-                            if entry == (turn + round) % names.len() {
+                            if entry == order[turn] {
                                 let mut prepare = prepare!($($prepare)?);
                                 let mut run = $run;
                                 if round == 0 {
@@ -215,6 +242,7 @@ macro_rules! bench_group {
                                     let once = interleaved_round(&mut *state, 1, &mut prepare, &mut run);
                                     slowest = slowest.max(once);
                                 } else {
+                                    state.before_round();
                                     let secs = interleaved_round(&mut *state, reps, &mut prepare, &mut run);
                                     best[entry] = best[entry].min(secs);
                                 }
@@ -307,6 +335,8 @@ struct IterState {
     query: QueryState<(&'static mut Position, &'static Velocity)>,
     positions: Vec<Position>,
     velocities: Vec<Velocity>,
+    /// Whether each interleaved round starts with the caches emptied (see [`Rounds`]).
+    cold: bool,
 }
 
 impl IterState {
@@ -330,6 +360,15 @@ impl IterState {
             query,
             positions,
             velocities,
+            cold: n >= 1_000_000,
+        }
+    }
+}
+
+impl Rounds for IterState {
+    fn before_round(&mut self) {
+        if self.cold {
+            evict_caches();
         }
     }
 }
@@ -440,6 +479,8 @@ struct FragState {
     /// storage that keeps each archetype's rows together.
     tables: Vec<Vec<Data>>,
 }
+
+impl Rounds for FragState {}
 
 /// 26 archetypes of 20 entities: `data *= 2` over `&mut Data`.
 fn frag_iter(c: &mut Criterion) {
@@ -598,6 +639,8 @@ struct HeavyState {
     transforms: Vec<Transform>,
 }
 
+impl Rounds for HeavyState {}
+
 /// 1,000 entities: 100 matrix inversions each, on rayon's threads and serially.
 fn heavy_compute(c: &mut Criterion) {
     const N: usize = 1_000;
@@ -701,6 +744,8 @@ struct ChangedState {
     now: u32,
     last_run: u32,
 }
+
+impl Rounds for ChangedState {}
 
 /// 100,000 rows, 1% of them changed before each run; the pass sums the changed values.
 ///
