@@ -1,12 +1,21 @@
 //! `par_for_each`: a query's rows spread over rayon's thread pool.
 //!
-//! The matched archetypes are cut into batches of rows (several per archetype when it is
-//! large, so one big archetype still uses every core). Batches never share a row, so the
-//! mutable items handed to different threads never alias. Below a size threshold the query
-//! runs serially: spawning tasks would cost more than the work.
+//! The matched archetypes are cut into *runs* of rows, each handed to one task. By default
+//! rayon cuts them as it goes: every archetype is one run that is halved whenever a thread
+//! is idle to take the other half (rayon's adaptive splitting, as for a `par_iter` over a
+//! `Vec`), so cheap rows cost a handful of runs and expensive ones are shared out to the
+//! last few rows. With [`BatchSize::Fixed`] the runs are that many rows each. Runs never
+//! share a row, so the mutable items handed to different threads never alias. Below a size
+//! threshold the query runs serially: spawning tasks would cost more than the work.
+//!
+//! Change marks follow `for_each`'s scheme per run: a run that wrote every row leaves its
+//! marks pending, and after the parallel section an archetype whose pending runs cover all
+//! of its rows gets one changed floor; the pending runs of any other archetype fill their
+//! rows' ticks.
 
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -19,15 +28,12 @@ use crate::world::{UnsafeWorldCell, World};
 
 /// Queries with at most this many matching rows run serially unless a batch size is set.
 const SERIAL_THRESHOLD: usize = 128;
-/// The smallest automatic batch.
-const MIN_AUTO_BATCH: usize = 32;
-/// Automatic batches aim at this many batches per thread, for load balance.
-const BATCHES_PER_THREAD: usize = 4;
 
 /// How `par_for_each` cuts a query into batches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BatchSize {
-    /// Aim for a few batches per thread, and run serially when the query is small.
+    /// Let rayon halve each archetype's rows while threads are idle to take the halves (its
+    /// adaptive splitting), and run serially when the query is small.
     #[default]
     Automatic,
     /// Exactly this many rows per batch (at least 1); serial when everything fits one batch.
@@ -78,90 +84,106 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             .map(|m| archetypes[m.archetype.index()].len())
             .sum();
         let threads = rayon::current_num_threads();
-        let batch = match self.par_batch_size {
-            BatchSize::Fixed(n) => n.max(1),
-            BatchSize::Automatic if total <= SERIAL_THRESHOLD => total.max(1),
-            BatchSize::Automatic => total.div_ceil(threads * BATCHES_PER_THREAD).max(MIN_AUTO_BATCH),
+        let serial = match self.par_batch_size {
+            BatchSize::Fixed(n) => total <= n.max(1),
+            BatchSize::Automatic => total <= SERIAL_THRESHOLD,
         };
-        if total <= batch || threads <= 1 {
+        if serial || threads <= 1 {
             // SAFETY: forwarded contract.
             unsafe { self.for_each_unchecked(world, ticks, f) };
             return;
         }
 
-        let mut batches = Vec::with_capacity(total.div_ceil(batch) + self.matched.len());
-        for (index, matched) in self.matched.iter().enumerate() {
-            let len = archetypes[matched.archetype.index()].len();
-            batches.extend((0..len).step_by(batch).map(|start| Batch {
-                index,
-                rows: start..(start + batch).min(len),
-                pending: false,
-            }));
-        }
         let matched = &self.matched;
-        let run = panic::catch_unwind(AssertUnwindSafe(|| {
-            batches.par_iter_mut().for_each(|batch| {
-                let matched = &matched[batch.index];
-                let archetype = &archetypes[matched.archetype.index()];
-                // A batch that spans the whole archetype is the only one working on it and
-                // may set the column's floor; the others leave their marks pending.
-                let marks = if batch.rows.start == 0 && batch.rows.end == archetype.len() {
-                    Marks::Whole
-                } else {
-                    Marks::Defer
-                };
-                // SAFETY: the caches came from matching this archetype; the caller holds the
-                // query's access; batches cover disjoint rows, so items on different threads
-                // never alias; components are `Send + Sync`.
-                batch.pending = unsafe {
-                    let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                    let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                    // Each batch tries deferred marks on its own (no `plain` carried over).
-                    run_rows::<D, F>(
-                        &mut data,
-                        &mut filter,
-                        batch.rows.clone(),
-                        marks,
-                        &mut false,
-                        &mut &f,
-                    )
-                };
-            });
-        }));
+        let pending = Mutex::new(Vec::new());
+        // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows).
+        let run = |index: usize, rows: Range<usize>, len: usize| {
+            let matched = &matched[index];
+            let archetype = &archetypes[matched.archetype.index()];
+            // A run that spans the whole archetype is the only one working on it and may set
+            // the column's floor; the others leave their marks pending.
+            let marks = if rows.len() == len {
+                Marks::Whole
+            } else {
+                Marks::Defer
+            };
+            // SAFETY: the caches came from matching this archetype; the caller holds the
+            // query's access; runs cover disjoint rows, so items on different threads never
+            // alias; components are `Send + Sync`.
+            let written = unsafe {
+                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+                let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
+                // Each run tries deferred marks on its own (no `plain` carried over).
+                run_rows::<D, F>(&mut data, &mut filter, rows.clone(), marks, &mut false, &mut &f)
+            };
+            if written {
+                let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+                pending.push(Run { index, rows });
+            }
+        };
+        let archetype_lens = matched
+            .iter()
+            .enumerate()
+            .map(|(index, m)| (index, archetypes[m.archetype.index()].len()))
+            .filter(|&(_, len)| len > 0);
+        let result = match self.par_batch_size {
+            BatchSize::Fixed(n) => {
+                let batch = n.max(1);
+                let runs: Vec<(usize, Range<usize>, usize)> = archetype_lens
+                    .flat_map(|(index, len)| {
+                        (0..len)
+                            .step_by(batch)
+                            .map(move |start| (index, start..(start + batch).min(len), len))
+                    })
+                    .collect();
+                panic::catch_unwind(AssertUnwindSafe(|| {
+                    runs.into_par_iter()
+                        .for_each(|(index, rows, len)| run(index, rows, len));
+                }))
+            }
+            BatchSize::Automatic => {
+                let units: Vec<(usize, usize)> = archetype_lens.collect();
+                panic::catch_unwind(AssertUnwindSafe(|| {
+                    units.into_par_iter().for_each(|(index, len)| {
+                        rayon::iter::split(0..len, halve).for_each(|rows| run(index, rows, len));
+                    });
+                }))
+            }
+        };
         // Every task has finished, also when one panicked (rayon joins before it rethrows):
-        // the pending marks are made here, by this thread alone, and a batch that finished
+        // the pending marks are made here, by this thread alone, and a run that finished
         // wrote every one of its rows, so none of them may go unmarked.
+        let mut pending = pending.into_inner().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: forwarded contract; no item is live any more.
-        unsafe { self.mark_pending(archetypes, &batches, ticks) };
-        if let Err(panic) = run {
+        unsafe { self.mark_pending(archetypes, &mut pending, ticks) };
+        if let Err(panic) = result {
             panic::resume_unwind(panic);
         }
     }
 
-    /// Marks the batches `run_rows` left pending: with one floor per archetype whose batches
-    /// all are, and by filling the rows of the others.
+    /// Marks the runs `run_rows` left pending: with one floor for an archetype whose pending
+    /// runs cover all of its rows, and by filling the rows of the others.
     ///
     /// # Safety
     /// As for [`par_for_each_unchecked`](Self::par_for_each_unchecked), with no item of these
-    /// rows live and no other thread working on them; `batches` are grouped by archetype, in
-    /// row order, and cover each of their archetypes.
-    unsafe fn mark_pending(&self, archetypes: &[Archetype], batches: &[Batch], ticks: RunTicks) {
-        for group in batches.chunk_by(|a, b| a.index == b.index) {
-            if !group.iter().any(|batch| batch.pending) {
-                continue;
-            }
+    /// rows live and no other thread working on them; the runs are disjoint and each lies
+    /// within its archetype's rows.
+    unsafe fn mark_pending(&self, archetypes: &[Archetype], runs: &mut [Run], ticks: RunTicks) {
+        runs.sort_unstable_by_key(|run| (run.index, run.rows.start));
+        for group in runs.chunk_by(|a, b| a.index == b.index) {
             let matched = &self.matched[group[0].index];
             let archetype = &archetypes[matched.archetype.index()];
+            let covered: usize = group.iter().map(|run| run.rows.len()).sum();
             // SAFETY: the caller's contract; the rows are live, ours, and no item of them
-            // exists. When every batch of the archetype is pending, every row was written and
-            // no other thread is at work, so the floor may be set.
+            // exists. Disjoint runs covering the archetype's length cover every row, all
+            // written, and no other thread is at work, so the floor may be set.
             unsafe {
                 let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                if group.iter().all(|batch| batch.pending) {
+                if covered == archetype.len() {
                     D::mark_rows(&mut data, 0..archetype.len(), true);
                 } else {
-                    for batch in group.iter().filter(|batch| batch.pending) {
-                        D::mark_rows(&mut data, batch.rows.clone(), false);
+                    for run in group {
+                        D::mark_rows(&mut data, run.rows.clone(), false);
                     }
                 }
             }
@@ -169,10 +191,19 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 }
 
-/// Rows `rows` of the `index`th matched archetype, and whether their marks are still to be
+/// Splits a run of rows in two halves, or keeps a single row whole: rayon calls this only
+/// when it wants more pieces (a thread is idle, or the first few splits).
+fn halve(rows: Range<usize>) -> (Range<usize>, Option<Range<usize>>) {
+    if rows.len() < 2 {
+        return (rows, None);
+    }
+    let middle = rows.start + rows.len() / 2;
+    (rows.start..middle, Some(middle..rows.end))
+}
+
+/// Rows `rows` of the `index`th matched archetype, all written, whose marks are still to be
 /// made ([`Marks::Defer`]).
-struct Batch {
+struct Run {
     index: usize,
     rows: Range<usize>,
-    pending: bool,
 }
