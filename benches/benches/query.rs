@@ -430,7 +430,7 @@ fn simple_iter(c: &mut Criterion) {
 fn big_iter(c: &mut Criterion) {
     let mut states = placements(|copy| IterState::new(1_000_000, copy));
     iter_group(c, "big_iter", &mut states);
-    // Automatic batches: 1M rows / (2 threads * 4) = 125k rows per batch on 2 cores.
+    // The default batching: rayon splits the 1M rows as its threads ask for work.
     bench_group!(c, "par_big_iter", &mut states, [
         "tabula_par" => |s: &mut IterState| {
             s.query.par_for_each(&mut s.world, |(mut pos, vel)| integrate(&mut pos, vel))
