@@ -45,7 +45,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 use rayon::prelude::*;
 use tabula::prelude::*;
-use tabula::{Changed, QueryState};
+use tabula::{Changed, QueryData, QueryState};
 
 // ---------------------------------------------------------------------------------------
 // Running a group: criterion, or interleaved rounds
@@ -80,6 +80,14 @@ fn placements<S>(make: impl FnMut(usize) -> S) -> Vec<S> {
         1
     };
     (0..copies).map(make).collect()
+}
+
+/// A world of `bundles`, and a query over it.
+fn world_with<D: QueryData, B: Bundle>(bundles: impl Iterator<Item = B>) -> (World, QueryState<D>) {
+    let mut world = World::new();
+    world.spawn_batch(bundles).for_each(drop);
+    let query = world.query();
+    (world, query)
 }
 
 /// `(tabula(), raw())`, allocated in that order for even copies and the other way round for
@@ -344,12 +352,7 @@ impl IterState {
     fn new(n: usize, copy: usize) -> Self {
         let ((world, query), (positions, velocities)) = in_turn(
             copy,
-            || {
-                let mut world = World::new();
-                world.spawn_batch((0..n).map(simple_bundle)).for_each(drop);
-                let query = world.query();
-                (world, query)
-            },
+            || world_with((0..n).map(simple_bundle)),
             || {
                 let positions = (0..n).map(|i| simple_bundle(i).1).collect();
                 (positions, (0..n).map(|i| simple_bundle(i).3).collect())
@@ -655,15 +658,10 @@ fn heavy_compute(c: &mut Criterion) {
     let mut states = placements(|copy| {
         let ((world, query), (positions, transforms)) = in_turn(
             copy,
-            || {
-                let mut world = World::new();
-                world.spawn_batch((0..N).map(bundle)).for_each(drop);
-                // The default batching: rayon halves the rows while a thread is idle, as it
-                // does for `raw_par`. (Fixed batches of 64 rows, 156 µs of work each, left
-                // one thread idle for up to a batch at the end: 1.02-1.03x raw_par.)
-                let query = world.query();
-                (world, query)
-            },
+            // The query's default batching: rayon halves the rows while a thread is idle,
+            // as it does for `raw_par`. (Fixed batches of 64 rows, 156 µs of work each, left
+            // one thread idle for up to a batch at the end: 1.02-1.03x raw_par.)
+            || world_with((0..N).map(bundle)),
             || {
                 let positions = (0..N).map(|i| bundle(i).1).collect();
                 (positions, (0..N).map(|i| bundle(i).0).collect())
