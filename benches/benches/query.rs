@@ -22,18 +22,22 @@
 //!
 //! Criterion measures one entry after another, so on a shared machine a load change between
 //! `tabula` and `raw` skews their ratio. With `TABULA_BENCH_ROUNDS=<n>` set, each group
-//! instead runs its entries in turn, `n` rounds of about 2 ms each, and reports every entry's
-//! fastest round (the cost with the least interference) and its ratio to the baseline:
+//! instead runs its entries in `n` rounds, each entry once per round for the same number of
+//! passes (about 2 ms of the slowest entry), and reports every entry's fastest round (the cost
+//! with the least interference) and its ratio to the baseline:
 //!
 //! ```text
-//! TABULA_BENCH_ROUNDS=200 cargo bench -p tabula-benches --bench query [-- <group filter>]
+//! TABULA_BENCH_ROUNDS=300 cargo bench -p tabula-benches --bench query [-- <group filter>]
 //! ```
 //!
-//! Interleaved mode also builds each group's state [`PLACEMENTS`] times, all alive at once,
-//! and runs the rounds on the copies in turn. Where the allocator and the kernel put a
-//! group's memory moves a memory-bound pass by up to 10% (tabula and raw alike, each by its
-//! own draw), so one copy per process would make the ratio a lottery; the fastest round over
-//! several copies compares each side at its best placement.
+//! A pass finds in the caches what the pass before it left there, so each round runs the
+//! entries in a freshly drawn order, and the 1M-entity groups empty the caches before every
+//! round (their 24 MB of columns would otherwise sit partly in a 32 MB L3, warmer after a pass
+//! over the same data). Interleaved mode also builds each group's state [`PLACEMENTS`] times,
+//! all alive at once, with tabula's and raw's data allocated in alternating order, and runs
+//! the rounds on the copies in turn: where the allocator and the kernel put a group's memory
+//! moves a memory-bound pass by up to 10%, so one copy per process would make the ratio a
+//! lottery. `docs/benchmarks.md` (session 7) tells how each of these showed.
 
 // The fragmentation components are spawned for their archetypes and never read.
 #![allow(dead_code)]
