@@ -131,8 +131,8 @@ impl Table {
     /// Anonymous memory is mapped page by page when first written. Filled row by row, a
     /// table writes all of its arrays in turn, so each array's pages are mapped interleaved
     /// with every other array's and end up scattered in physical memory; streaming one
-    /// such column from DRAM measured 3-14% slower than a `Vec` filled on its own, and a
-    /// column whose pages were mapped array by array 5% faster (1M rows, caches emptied
+    /// such column from DRAM measured up to 14% slower than a `Vec` filled on its own, and
+    /// a column whose pages were mapped array by array 3-5% faster (1M rows, caches emptied
     /// before each pass). Touching one byte per page first maps each array in order; the
     /// pages would be mapped by the batch anyway, so the cost is one write per 4 KiB.
     pub(crate) fn prefault(&mut self, rows: usize) {
