@@ -424,7 +424,9 @@ impl Schedule {
     /// When the schedule cannot be built (an ordering cycle: see
     /// [`initialize`](Self::initialize)), when a system's parameters alias, or when a system
     /// panics — in which case no further system is started, the running ones finish, and the panic is
-    /// resumed here; the world stays usable.
+    /// resumed here; the world stays usable. A command that panics while it is applied aborts
+    /// the run the same way. An aborted run's command buffers that were not applied yet are
+    /// dropped, never applied by a later run.
     pub fn run(&mut self, world: &mut World) {
         if let Err(error) = self.initialize(world) {
             panic!("{error}");
@@ -479,13 +481,16 @@ impl Schedule {
             });
         }
         if let Err(payload) = result {
-            // Commands of an aborted run are dropped, not half-applied.
-            for slot in &mut self.slots {
-                slot.system.discard_deferred();
-            }
-            std::panic::resume_unwind(payload);
+            abort_run(&mut self.slots, payload);
         }
-        apply_pending(&mut self.slots, world, &mut self.command_errors);
+        // A command that panics here aborts the run as well: the buffers not yet applied
+        // are dropped with it, so that none of them is applied late, by the next run.
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            apply_pending(&mut self.slots, world, &mut self.command_errors);
+        }));
+        if let Err(payload) = applied {
+            abort_run(&mut self.slots, payload);
+        }
         crate::hooks::end_of_run(world);
     }
 
@@ -567,6 +572,15 @@ impl Schedule {
 }
 
 /// `crate::module::function` -> `function`.
+/// Ends a run that a system or command aborted with `payload`: every command buffer not yet
+/// applied is dropped (a later run must not apply them out of order), then the panic goes on.
+fn abort_run(slots: &mut [SystemSlot], payload: Box<dyn std::any::Any + Send>) -> ! {
+    for slot in slots {
+        slot.system.discard_deferred();
+    }
+    std::panic::resume_unwind(payload)
+}
+
 fn short_name(name: &str) -> &str {
     let base = name.split('<').next().unwrap_or(name);
     base.rsplit("::").next().unwrap_or(base)

@@ -395,6 +395,53 @@ fn a_panicking_system_reaches_the_caller_and_leaves_the_world_usable() {
     }
 }
 
+/// Spawns one `Velocity` per run, numbered by the run.
+fn spawn_numbered(mut commands: Commands, mut run: Local<u32>) {
+    *run += 1;
+    commands.spawn((Velocity(*run as f32),));
+}
+
+/// Records a command that panics when applied, in the first run only.
+fn panicking_command_once(mut commands: Commands, mut run: Local<u32>) {
+    *run += 1;
+    if *run == 1 {
+        commands.add(|_: &mut World| panic!("command failed"));
+    }
+}
+
+#[test]
+fn a_panicking_command_aborts_the_run_and_drops_the_commands_not_yet_applied() {
+    // The panicking buffer is applied before a later system's buffer, at the end of the run
+    // or at a sync point; either way the run is aborted, and the later buffer must be dropped
+    // with it, not applied by the next run.
+    for executor in both_executors() {
+        for at_sync_point in [false, true] {
+            let mut world = World::new();
+            let mut schedule = Schedule::new();
+            schedule.set_executor(executor);
+            if at_sync_point {
+                schedule.add_systems((
+                    panicking_command_once,
+                    spawn_numbered,
+                    apply_deferred.after(panicking_command_once).after(spawn_numbered),
+                ));
+            } else {
+                schedule.add_systems((panicking_command_once, spawn_numbered));
+            }
+            let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+            assert_eq!(err.downcast_ref::<&str>(), Some(&"command failed"));
+            schedule.run(&mut world);
+            let mut spawned: Vec<f32> = world.query::<&Velocity>().iter(&world).map(|v| v.0).collect();
+            spawned.sort_by(f32::total_cmp);
+            assert_eq!(
+                spawned,
+                [2.0],
+                "{executor:?}, sync point {at_sync_point}: the aborted run's unapplied spawn came back"
+            );
+        }
+    }
+}
+
 #[test]
 fn dot_and_trace_describe_the_schedule() {
     let mut world = World::new();
