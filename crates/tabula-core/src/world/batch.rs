@@ -85,7 +85,10 @@ impl World {
     /// entity listed twice gets its bundles in order, as with repeated `insert`s.
     ///
     /// Every entity is checked first: if one is dead, nothing is inserted (the bundles are
-    /// dropped) and the error names the first such entity.
+    /// dropped) and the error names the first such entity. A replaced value whose `Drop`
+    /// panics stops the batch there, as it would stop repeated inserts: that entity and the
+    /// ones before it have their new bundles, the rest keep their components, and the bundles
+    /// not inserted are dropped.
     ///
     /// ```
     /// use tabula_core::{EntityError, World};

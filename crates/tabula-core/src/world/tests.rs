@@ -171,6 +171,48 @@ fn over_aligned_components_are_aligned() {
 }
 
 #[test]
+fn page_aligned_components_stay_aligned_through_growth_moves_and_despawns() {
+    /// Aligned to a whole page: its array must start on a page boundary of the block.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    #[repr(align(4096))]
+    struct Page(u32);
+    fn assert_page_aligned(world: &World, e: Entity, i: usize) {
+        let page = world.get::<Page>(e).unwrap();
+        assert_eq!(page.0 as usize, i);
+        assert_eq!(std::ptr::from_ref(page).addr() % 4096, 0, "{e:?}");
+    }
+    let mut world = World::new();
+    let n = if cfg!(miri) { 40 } else { 400 };
+    // One at a time, so the table grows through every doubling.
+    let ids: Vec<Entity> = (0..n)
+        .map(|i| world.spawn((Page(i as u32), Aligned(i as u8), i as u8)))
+        .collect();
+    for (i, &e) in ids.iter().enumerate() {
+        assert_page_aligned(&world, e, i);
+    }
+    for &e in ids.iter().step_by(3) {
+        world.insert_one(e, Pos(1.0, 2.0)).unwrap();
+    }
+    for &e in ids.iter().step_by(5) {
+        world.remove_one::<Aligned>(e).unwrap();
+    }
+    for &e in ids.iter().step_by(7) {
+        world.despawn(e).unwrap();
+    }
+    for (i, &e) in ids.iter().enumerate() {
+        if i % 7 == 0 {
+            assert!(!world.contains(e));
+            continue;
+        }
+        assert_page_aligned(&world, e, i);
+        assert_eq!(world.get::<u8>(e), Ok(&(i as u8)));
+        assert_eq!(world.has::<Aligned>(e), i % 5 != 0);
+        assert_eq!(world.has::<Pos>(e), i % 3 == 0);
+    }
+    assert_locations_exact(&world);
+}
+
+#[test]
 fn growing_tables_keep_every_row_through_realloc_and_page_placement() {
     /// Large values, so that their arrays pass 1 MiB (and start whole pages into the block)
     /// within a few thousand rows.
@@ -326,6 +368,36 @@ fn a_panicking_drop_leaks_no_other_value() {
     world.spawn((counted(8),));
     assert!(catch_unwind(AssertUnwindSafe(move || drop(world))).is_err());
     assert_eq!(dropped(), 8);
+}
+
+#[test]
+fn a_panicking_drop_stops_insert_batch_where_repeated_inserts_would_stop() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = |n| Counted(drops.clone(), n);
+    let dropped = || drops.load(Ordering::SeqCst);
+    let mut world = World::new();
+    // A batch insert that replaces values stops where a replaced value's drop panics, as
+    // repeated inserts would: the rows up to the panicking one have their new values, the
+    // rest keep their old ones, and the bundles not inserted are dropped.
+    let ids: Vec<Entity> = (0..6)
+        .map(|i| world.spawn((Bomb(i == 2), counted(10 + i))))
+        .collect();
+    let before = dropped();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        world.insert_batch(ids.iter().map(|&e| (e, (Bomb(false), counted(20)))))
+    }));
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(
+        dropped() - before,
+        6,
+        "3 replaced values and 3 bundles not inserted"
+    );
+    let kept: Vec<u32> = ids.iter().map(|&e| world.get::<Counted>(e).unwrap().1).collect();
+    assert_eq!(kept, [20, 20, 20, 13, 14, 15]);
+    assert!(ids[..3].iter().all(|&e| !world.get::<Bomb>(e).unwrap().0));
+    assert_locations_exact(&world);
+    drop(world);
+    assert_eq!(dropped(), 12, "every value made is dropped once");
 }
 
 #[test]
