@@ -317,29 +317,40 @@ fn despawn_10k(c: &mut Criterion) {
 
 /// 10,000 lookups of `Position` in a fixed shuffled order, summing one field.
 fn random_get(c: &mut Criterion) {
-    const N: usize = 10_000;
-    let order = shuffled_indices(N);
-    let mut group = c.benchmark_group("random_get");
-    group.bench_function("tabula", |b| {
+    random_get_group(c, "random_get", 10_000, true);
+    // Diagnostic: the same lookups over 1,000 entities, whose slots and values fit in L1, to
+    // tell how much of the gap at 10,000 is the second cache line a slot lookup touches
+    // rather than its instructions (docs/benchmarks.md, random_get).
+    random_get_group(c, "random_get_l1", 1_000, false);
+}
+
+/// `n` lookups of `Position` in a fixed shuffled order; `all` adds the `World::get` and
+/// `QueryState::get` entries.
+fn random_get_group(c: &mut Criterion, name: &str, n: usize, all: bool) {
+    let order = shuffled_indices(n);
+    let mut group = c.benchmark_group(name);
+    let world_and_order = || {
         let mut world = World::new();
         let entities: Vec<Entity> = world
-            .spawn_batch((0..N).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
+            .spawn_batch((0..n).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
             .collect();
         let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
-        b.iter(|| {
-            let mut sum = 0.0f32;
-            for &e in &shuffled {
-                sum += world.get::<Position>(e).unwrap().0[0];
-            }
-            sum
-        })
-    });
+        (world, shuffled)
+    };
+    if all {
+        group.bench_function("tabula", |b| {
+            let (world, shuffled) = world_and_order();
+            b.iter(|| {
+                let mut sum = 0.0f32;
+                for &e in &shuffled {
+                    sum += world.get::<Position>(e).unwrap().0[0];
+                }
+                sum
+            })
+        });
+    }
     group.bench_function("tabula_view", |b| {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world
-            .spawn_batch((0..N).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
-            .collect();
-        let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
+        let (world, shuffled) = world_and_order();
         b.iter(|| {
             // Made afresh every pass, as a system would.
             let positions = world.view::<Position>();
@@ -350,27 +361,25 @@ fn random_get(c: &mut Criterion) {
             sum
         })
     });
-    group.bench_function("tabula_query_get", |b| {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world
-            .spawn_batch((0..N).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
-            .collect();
-        let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
-        let mut query = world.query::<&Position>();
-        b.iter(|| {
-            let mut sum = 0.0f32;
-            for &e in &shuffled {
-                sum += query.get(&world, e).unwrap().0[0];
-            }
-            sum
-        })
-    });
+    if all {
+        group.bench_function("tabula_query_get", |b| {
+            let (mut world, shuffled) = world_and_order();
+            let mut query = world.query::<&Position>();
+            b.iter(|| {
+                let mut sum = 0.0f32;
+                for &e in &shuffled {
+                    sum += query.get(&world, e).unwrap().0[0];
+                }
+                sum
+            })
+        });
+    }
     // Diagnostic: a hand-written lookup through generation-checked slots into one `Vec`,
     // i.e. the floor for any storage addressed by generational entity ids.
     group.bench_function("raw_entity_slots", |b| {
-        let positions: Vec<Position> = (0..N).map(position).collect();
+        let positions: Vec<Position> = (0..n).map(position).collect();
         // (generation, row) per slot; handles are (slot, generation).
-        let slots: Vec<(u32, u32)> = (0..N as u32).map(|i| (1, i)).collect();
+        let slots: Vec<(u32, u32)> = (0..n as u32).map(|i| (1, i)).collect();
         let handles: Vec<(u32, u32)> = order.iter().map(|&i| (i as u32, 1)).collect();
         b.iter(|| {
             let mut sum = 0.0f32;
@@ -382,8 +391,24 @@ fn random_get(c: &mut Criterion) {
             sum
         })
     });
+    // Diagnostic: the same with 16-byte slots (generation, table, row, spare), the width of
+    // tabula's entity slots: the floor of this layout.
+    group.bench_function("raw_entity_slots16", |b| {
+        let positions: Vec<Position> = (0..n).map(position).collect();
+        let slots: Vec<[u32; 4]> = (0..n as u32).map(|i| [1, 0, i, 1]).collect();
+        let handles: Vec<(u32, u32)> = order.iter().map(|&i| (i as u32, 1)).collect();
+        b.iter(|| {
+            let mut sum = 0.0f32;
+            for &(slot, generation) in &handles {
+                let [current, table, row, _] = slots[slot as usize];
+                assert!(current == generation && table == 0, "stale handle");
+                sum += positions[row as usize].0[0];
+            }
+            sum
+        })
+    });
     group.bench_function("raw", |b| {
-        let positions: Vec<Position> = (0..N).map(position).collect();
+        let positions: Vec<Position> = (0..n).map(position).collect();
         b.iter(|| {
             let mut sum = 0.0f32;
             for &i in &order {
