@@ -138,10 +138,15 @@ impl<E> Events<E> {
     /// Drops every stored event. Ids keep counting, so cursors stay valid.
     pub fn clear(&mut self) {
         let next_id = self.next_id();
+        // Both buffers are emptied and renumbered before any event's `Drop` runs: if one
+        // panics, no stored event is left under an id a cursor has already passed.
+        let dropped = (
+            std::mem::take(&mut self.older.events),
+            std::mem::take(&mut self.newer.events),
+        );
         self.older.start_id = next_id;
         self.newer.start_id = next_id;
-        self.older.events.clear();
-        self.newer.events.clear();
+        drop(dropped);
     }
 
     /// A cursor that has already seen every event sent so far; it reads only later ones.

@@ -268,6 +268,9 @@ impl World {
     /// Despawns `entity` and all its descendants, and removes `entity` from its parent's
     /// [`Children`].
     ///
+    /// If a component's `Drop` panics, the rest of the subtree is still despawned before the
+    /// panic reaches the caller, so the hierarchy stays consistent.
+    ///
     /// ```
     /// let mut world = tabula_core::World::new();
     /// let root = world.spawn(());
@@ -287,6 +290,10 @@ impl World {
             self.remove_from_children(parent, entity);
         }
         let mut stack = vec![entity];
+        // A component's `Drop` may panic. The rest of the subtree is despawned all the same,
+        // because its `Parent`s name entities already gone, and then the first panic goes
+        // on: no live entity is left pointing at a dead parent.
+        let mut first_panic = None;
         while let Some(next) = stack.pop() {
             // Take the list out rather than removing the component (no archetype move), so
             // the despawn below finds no children to detach.
@@ -297,7 +304,15 @@ impl World {
             // detach step finds no parent to update. Every listed child is alive (the
             // relation is kept consistent), so this cannot fail; if it did, there is
             // nothing left to undo.
-            let _ = self.despawn(next);
+            let despawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = self.despawn(next);
+            }));
+            if let Err(payload) = despawned {
+                first_panic.get_or_insert(payload);
+            }
+        }
+        if let Some(payload) = first_panic {
+            std::panic::resume_unwind(payload);
         }
         Ok(())
     }

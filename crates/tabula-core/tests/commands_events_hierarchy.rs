@@ -1,5 +1,7 @@
 //! Commands, events and the hierarchy, used through the public API the way a game would.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use tabula_core::{
     Children, CommandError, CommandQueue, Commands, EntityError, EventCursor, Events, HierarchyError, Parent,
     World,
@@ -199,6 +201,37 @@ fn a_reader_that_misses_two_updates_skips_the_dropped_events() {
     assert_eq!(read(&world, &mut sleepy), [2, 3]);
 }
 
+/// An event whose `Drop` panics when armed.
+struct Armed(bool);
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        if self.0 {
+            panic!("event drop");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_event_drop_never_makes_read_events_unread() {
+    for interrupted in ["update", "clear"] {
+        let mut events = Events::default();
+        events.send(Armed(true));
+        events.update();
+        events.send(Armed(false));
+        let mut reader = EventCursor::default();
+        assert_eq!(reader.read(&events).count(), 2);
+        let result = catch_unwind(AssertUnwindSafe(|| match interrupted {
+            "update" => events.update(),
+            _ => events.clear(),
+        }));
+        assert!(result.is_err(), "{interrupted}: the armed event's drop panics");
+        assert_eq!(reader.len(&events), 0, "{interrupted}: a read event came back");
+        events.send(Armed(false));
+        assert_eq!(reader.read(&events).count(), 1, "{interrupted}: the new event");
+    }
+}
+
 #[test]
 fn sending_an_unregistered_event_is_an_error() {
     let mut world = World::new();
@@ -298,6 +331,41 @@ fn despawn_recursive_removes_a_three_level_tree() {
         world.despawn_recursive(root),
         Err(EntityError::NoSuchEntity(root))
     );
+}
+
+/// A component whose `Drop` panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("bomb");
+    }
+}
+
+#[test]
+fn despawn_recursive_finishes_the_subtree_when_a_drop_panics() {
+    let mut world = World::new();
+    let bystander_parent = world.spawn((Name("bystander parent"),));
+    let root = world.spawn((Name("root"),));
+    let kid = world.spawn((Name("kid"), Bomb));
+    let grandkids: Vec<_> = (0..3).map(|_| world.spawn((Name("grandkid"),))).collect();
+    let other_kid = world.spawn((Name("other kid"),));
+    world.set_parent(root, bystander_parent).unwrap();
+    world.set_parent(kid, root).unwrap();
+    world.set_parent(other_kid, root).unwrap();
+    for &grandkid in &grandkids {
+        world.set_parent(grandkid, kid).unwrap();
+    }
+
+    let result = catch_unwind(AssertUnwindSafe(|| world.despawn_recursive(root)));
+    assert!(result.is_err(), "the bomb's panic reaches the caller");
+    // The whole subtree is gone, including the panicking entity's children, and no live
+    // entity names a dead parent.
+    let subtree = [root, kid, other_kid].into_iter().chain(grandkids);
+    assert!(subtree.into_iter().all(|e| !world.contains(e)));
+    assert_eq!(world.len(), 1);
+    assert_eq!(world.children(bystander_parent), Ok(&[][..]));
+    assert!(!world.has::<Children>(bystander_parent));
 }
 
 #[test]
