@@ -20,9 +20,20 @@ use crate::executor::protocol::Dependencies;
 
 /// Why a schedule could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ScheduleBuildError {
     /// The explicit ordering has a cycle; the systems on it, in order.
     Cycle(Vec<String>),
+    /// An ordering constraint puts `system` before itself: `system` is (or is in) both
+    /// `before`, which must run first, and `after` (each a system or a set).
+    OrderedBeforeItself {
+        /// The system that would have to run before itself.
+        system: String,
+        /// The side of the constraint that runs first.
+        before: String,
+        /// The side of the constraint that runs after it.
+        after: String,
+    },
 }
 
 impl fmt::Display for ScheduleBuildError {
@@ -34,6 +45,15 @@ impl fmt::Display for ScheduleBuildError {
                  of these `before`/`after`/`chain` constraints",
                 names.join(" -> "),
                 names[0]
+            ),
+            Self::OrderedBeforeItself {
+                system,
+                before,
+                after,
+            } => write!(
+                f,
+                "`{system}` would have to run before itself: `{before}` is ordered before `{after}`, \
+                 and `{system}` is in both; remove that constraint or take `{system}` out of one of them"
             ),
         }
     }
@@ -193,22 +213,38 @@ fn topological_order(successors: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>
     }
 }
 
-/// Finds one cycle among the stuck nodes and names it.
+/// Finds one cycle among the stuck nodes and names it, starting at its earliest-added node.
+///
+/// The walk goes backwards: a node downstream of a cycle is stuck too but may have no stuck
+/// successor, while every stuck node has a stuck predecessor (the one that kept it waiting).
 fn cycle(names: &[String], successors: &[Vec<usize>], stuck: &[usize]) -> ScheduleBuildError {
-    let in_stuck = |i: usize| stuck.contains(&i);
-    // Walk from a stuck node along stuck successors until a node repeats.
+    let mut in_stuck = vec![false; names.len()];
+    for &node in stuck {
+        in_stuck[node] = true;
+    }
+    let mut predecessor = vec![usize::MAX; names.len()];
+    for &from in stuck {
+        for &to in &successors[from] {
+            if in_stuck[to] && predecessor[to] == usize::MAX {
+                predecessor[to] = from;
+            }
+        }
+    }
     let mut path = vec![stuck[0]];
     loop {
         let last = *path.last().expect("path is never empty");
-        let next = successors[last]
-            .iter()
-            .copied()
-            .find(|&s| in_stuck(s))
-            .expect("every stuck node has a stuck successor");
-        if let Some(start) = path.iter().position(|&p| p == next) {
-            return ScheduleBuildError::Cycle(path[start..].iter().map(|&i| names[i].clone()).collect());
+        let previous = predecessor[last];
+        assert!(previous != usize::MAX, "every stuck node has a stuck predecessor");
+        if let Some(start) = path.iter().position(|&p| p == previous) {
+            // `path[start..]` runs against the edges; reversed, it runs along them.
+            let mut nodes: Vec<usize> = path[start..].iter().rev().copied().collect();
+            let first = (0..nodes.len())
+                .min_by_key(|&i| nodes[i])
+                .expect("a cycle has nodes");
+            nodes.rotate_left(first);
+            return ScheduleBuildError::Cycle(nodes.iter().map(|&i| names[i].clone()).collect());
         }
-        path.push(next);
+        path.push(previous);
     }
 }
 
@@ -261,5 +297,19 @@ mod tests {
         let err = build(&names(3), &access, &[(0, 1), (1, 2), (2, 1)]).unwrap_err();
         assert_eq!(err, ScheduleBuildError::Cycle(vec!["s1".into(), "s2".into()]));
         assert!(err.to_string().contains("s1 -> s2 -> s1"));
+    }
+
+    #[test]
+    fn a_cycle_is_named_whatever_hangs_off_it() {
+        let a = vec![SystemAccess::default(); 5];
+        let access: Vec<_> = a.iter().collect();
+        // s0 and s4 wait on the cycle s1 -> s2 -> s3 -> s1 but are not on it; s0 is the
+        // first stuck node, and the cycle's nodes list their way out to s0 and s4 first.
+        let edges = [(1, 0), (1, 2), (2, 4), (2, 3), (3, 1), (4, 0)];
+        let err = build(&names(5), &access, &edges).unwrap_err();
+        assert_eq!(
+            err,
+            ScheduleBuildError::Cycle(vec!["s1".into(), "s2".into(), "s3".into()])
+        );
     }
 }

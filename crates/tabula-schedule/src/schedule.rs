@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use tabula_core::{CommandError, World, WorldId};
 
@@ -23,9 +24,20 @@ use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
 use crate::trace::Trace;
 
-/// A system added to the schedule but not yet built into the graph.
+/// One side of an ordering constraint: a system (its slot) or a set.
+#[derive(Clone, PartialEq)]
+enum End {
+    System(usize),
+    Set(SetKey),
+}
+
+/// A system added to the schedule: its configuration, and what its run conditions were
+/// made from.
 struct Added {
     config_graph: Graph,
+    /// The factories of the slot's current conditions, in the same order: its own and its
+    /// sets' as of the last build.
+    conditions_made_from: Vec<ConditionFactory>,
 }
 
 /// The built form: nodes, graph, and the parallel executor's counters and plan.
@@ -164,6 +176,7 @@ impl Schedule {
                     .push(SystemSlot::new(config.system, Vec::new(), access));
                 self.added.push(Added {
                     config_graph: config.graph,
+                    conditions_made_from: Vec::new(),
                 });
                 vec![index]
             }
@@ -266,35 +279,56 @@ impl Schedule {
         if self.built.is_some() {
             return Ok(());
         }
-        let memberships: Vec<Vec<SetKey>> = (self.initialized..self.slots.len())
-            .map(|i| self.membership(i))
-            .collect();
-        for (offset, sets) in memberships.into_iter().enumerate() {
-            let index = self.initialized + offset;
+        // A system runs under its own conditions and those of every set it is in. Sets can
+        // gain conditions and members after the first run, so every slot is checked, not only
+        // new ones; a condition whose factory the slot already had is kept, with its state.
+        for index in 0..self.slots.len() {
+            let fresh = index >= self.initialized;
             let mut factories: Vec<ConditionFactory> = self.added[index].config_graph.conditions.clone();
-            for set in &sets {
+            for set in &self.membership(index) {
                 if let Some(config) = self.sets.get(set) {
                     factories.extend(config.conditions.iter().cloned());
                 }
             }
+            let added = &mut self.added[index];
+            if !fresh && same_factories(&added.conditions_made_from, &factories) {
+                continue;
+            }
             let slot = &mut self.slots[index];
-            slot.system.initialize(world);
+            if fresh {
+                slot.system.initialize(world);
+            }
+            // Conditions of a fresh slot were made for another world (or none yet).
+            let mut kept: Vec<_> = added
+                .conditions_made_from
+                .drain(..)
+                .zip(slot.conditions.drain(..))
+                .collect();
+            if fresh {
+                kept.clear();
+            }
             let mut access = slot.system.access().clone();
-            slot.conditions.clear();
-            for make in factories {
-                let mut condition = make();
-                condition.initialize(world);
-                if condition.access().writes_anything() {
-                    panic!(
-                        "run condition `{}` of system `{}` writes to the world; conditions may only read \
-                         (take `Res`, not `ResMut`)",
-                        condition.name(),
-                        slot.system.name()
-                    );
-                }
+            for make in &factories {
+                let condition = match kept.iter().position(|(from, _)| same_factory(from, make)) {
+                    Some(at) => kept.swap_remove(at).1,
+                    None => {
+                        let mut condition = make();
+                        condition.initialize(world);
+                        if condition.access().writes_anything() {
+                            panic!(
+                                "run condition `{}` of system `{}` writes to the world; conditions may only \
+                                 read (take `Res`, not `ResMut`)",
+                                condition.name(),
+                                slot.system.name()
+                            );
+                        }
+                        condition
+                    }
+                };
                 access.absorb(condition.access());
                 slot.conditions.push(condition);
             }
+            added.conditions_made_from = factories;
             slot.access = access;
         }
         self.initialized = self.slots.len();
@@ -322,26 +356,74 @@ impl Schedule {
             members.get(&key).map_or(&[], Vec::as_slice)
         };
 
-        let mut edges: Vec<(usize, usize)> = self.chain_edges.clone();
+        // Ordering constraints between systems and sets, as configured.
+        let mut constraints: Vec<(End, End)> = Vec::new();
         for (index, added) in self.added.iter().enumerate() {
             for set in &added.config_graph.before {
-                edges.extend(members_of(set).iter().map(|&to| (index, to)));
+                constraints.push((End::System(index), End::Set(set.clone())));
             }
             for set in &added.config_graph.after {
-                edges.extend(members_of(set).iter().map(|&from| (from, index)));
+                constraints.push((End::Set(set.clone()), End::System(index)));
             }
         }
         for (set, config) in &self.sets {
-            let own = members_of(set);
             for other in &config.before {
-                for &from in own {
-                    edges.extend(members_of(other).iter().map(|&to| (from, to)));
-                }
+                constraints.push((End::Set(set.clone()), End::Set(other.clone())));
             }
             for other in &config.after {
-                for &to in own {
-                    edges.extend(members_of(other).iter().map(|&from| (from, to)));
+                constraints.push((End::Set(other.clone()), End::Set(set.clone())));
+            }
+        }
+        // A set without systems still passes its order on: `A before B` and `B before C`
+        // order A before C while B is empty (the core sets stay ordered with nothing in
+        // `Update`). Each empty set is taken out, joining what comes before it to what
+        // comes after it.
+        while let Some(empty) = constraints.iter().find_map(|(from, to)| {
+            [from, to]
+                .into_iter()
+                .find(|end| matches!(end, End::Set(set) if members_of(set).is_empty()))
+                .cloned()
+        }) {
+            let (touching, rest): (Vec<_>, Vec<_>) = constraints
+                .into_iter()
+                .partition(|(from, to)| *from == empty || *to == empty);
+            constraints = rest;
+            for (before, _) in touching
+                .iter()
+                .filter(|(from, to)| *to == empty && *from != empty)
+            {
+                for (_, after) in touching
+                    .iter()
+                    .filter(|(from, to)| *from == empty && *to != empty)
+                {
+                    constraints.push((before.clone(), after.clone()));
                 }
+            }
+        }
+
+        let mut edges: Vec<(usize, usize)> = self.chain_edges.clone();
+        let systems_of = |end: &End| -> Vec<usize> {
+            match end {
+                End::System(index) => vec![*index],
+                End::Set(set) => members_of(set).to_vec(),
+            }
+        };
+        for (before, after) in &constraints {
+            let froms = systems_of(before);
+            let tos = systems_of(after);
+            if let Some(&system) = froms.iter().find(|from| tos.contains(from)) {
+                let name = |end: &End| match end {
+                    End::System(index) => self.slots[*index].system.name().to_string(),
+                    End::Set(set) => format!("{set:?}"),
+                };
+                return Err(ScheduleBuildError::OrderedBeforeItself {
+                    system: self.slots[system].system.name().to_string(),
+                    before: name(before),
+                    after: name(after),
+                });
+            }
+            for &from in &froms {
+                edges.extend(tos.iter().map(|&to| (from, to)));
             }
         }
         edges.sort_unstable();
@@ -579,6 +661,16 @@ fn abort_run(slots: &mut [SystemSlot], payload: Box<dyn std::any::Any + Send>) -
         slot.system.discard_deferred();
     }
     std::panic::resume_unwind(payload)
+}
+
+/// True when `made` and `wanted` list the same condition factories, in order.
+fn same_factories(made: &[ConditionFactory], wanted: &[ConditionFactory]) -> bool {
+    made.len() == wanted.len() && made.iter().zip(wanted).all(|(a, b)| same_factory(a, b))
+}
+
+/// True when both are the one factory (a run condition given once, shared by its systems).
+fn same_factory(a: &ConditionFactory, b: &ConditionFactory) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 fn short_name(name: &str) -> &str {

@@ -301,13 +301,159 @@ fn ordering_cycles_are_errors_naming_the_systems() {
     let mut schedule = Schedule::new();
     schedule.add_systems((a.after(c), b.after(a), c.after(b)));
     let err = schedule.initialize(&mut world).unwrap_err();
-    let ScheduleBuildError::Cycle(names) = &err;
+    let ScheduleBuildError::Cycle(names) = &err else {
+        panic!("not a cycle: {err}");
+    };
     assert_eq!(names.len(), 3);
     let text = err.to_string();
     assert!(
         text.contains("::a") && text.contains("::b") && text.contains("::c"),
         "{text}"
     );
+}
+
+#[test]
+fn a_cycle_is_named_even_with_systems_waiting_on_it() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    // `c` waits on the cycle and is added first.
+    schedule.add_systems((c.after(a), a.after(b), b.after(a)));
+    let err = schedule.initialize(&mut world).unwrap_err();
+    let ScheduleBuildError::Cycle(names) = &err else {
+        panic!("not a cycle: {err}");
+    };
+    assert_eq!(names.len(), 2, "{err}");
+    assert!(names[0].ends_with("::a") && names[1].ends_with("::b"), "{err}");
+}
+
+#[test]
+fn a_system_ordered_before_itself_through_its_sets_is_named_with_the_sets() {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    struct Early;
+    impl SystemSet for Early {}
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    struct Late;
+    impl SystemSet for Late {}
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.configure_sets(Early.before(Late));
+    schedule.add_systems(a.in_set(Early).in_set(Late));
+    let err = schedule.initialize(&mut world).unwrap_err();
+    assert!(
+        matches!(&err, ScheduleBuildError::OrderedBeforeItself { system, before, after }
+            if system.ends_with("::a") && before == "Early" && after == "Late"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("`Early` is ordered before `Late`"), "{text}");
+}
+
+#[test]
+fn sets_without_systems_still_pass_their_order_on() {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    enum Stage {
+        First,
+        Middle,
+        Last,
+    }
+    impl SystemSet for Stage {}
+    for executor in both_executors() {
+        // The core sets, with nothing in `Update`: c (PreUpdate) before a (PostUpdate),
+        // though a was added first and both write the log.
+        let mut world = World::new();
+        world.insert_resource(Log::default());
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((a.in_set(CoreSet::PostUpdate), c.in_set(CoreSet::PreUpdate)));
+        schedule.run(&mut world);
+        assert_eq!(world.resource::<Log>().unwrap().0, ["c", "a"], "{executor:?}");
+
+        // Two empty sets in a row, and a system ordered against an empty set.
+        let mut world = World::new();
+        world.insert_resource(Log::default());
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.configure_sets((Stage::First, Stage::Middle, Stage::Last).chain());
+        schedule.add_systems((
+            a.in_set(Stage::Last),
+            b.after(Stage::Middle),
+            c.in_set(Stage::First),
+        ));
+        schedule.run(&mut world);
+        let log = &world.resource::<Log>().unwrap().0;
+        let at = |name| log.iter().position(|&n| n == name).unwrap();
+        assert!(at("c") < at("a") && at("c") < at("b"), "{executor:?}: {log:?}");
+    }
+}
+
+/// Reads the `Flag` resource.
+fn flag_is_set(flag: Res<Flag>) -> bool {
+    flag.0
+}
+
+/// True on its first run only.
+fn first_time(mut done: Local<bool>) -> bool {
+    !std::mem::replace(&mut *done, true)
+}
+
+#[derive(Default)]
+struct Flag(bool);
+
+#[test]
+fn a_set_condition_configured_after_the_first_run_guards_the_sets_systems() {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    struct Guarded;
+    impl SystemSet for Guarded {}
+    for executor in both_executors() {
+        let mut world = World::new();
+        world.insert_resource(Log::default());
+        world.insert_resource(Flag(false));
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((a.in_set(Guarded), b.run_if(first_time)));
+        schedule.run(&mut world);
+        schedule.configure_sets(Guarded.run_if(flag_is_set));
+        schedule.run(&mut world);
+        world.resource_mut::<Flag>().unwrap().0 = true;
+        schedule.run(&mut world);
+        // `a` ran in the first run and the last; `b`'s own condition kept its state
+        // through the rebuild, so it ran once.
+        assert_eq!(
+            world.resource::<Log>().unwrap().0,
+            ["a", "b", "a"],
+            "{executor:?}"
+        );
+    }
+}
+
+#[test]
+fn apply_deferred_obeys_its_run_condition() {
+    fn spawn(mut commands: Commands) {
+        commands.spawn((Position(0.0),));
+    }
+    fn count(q: Query<&Position>, mut seen: ResMut<Counts>) {
+        seen.0.push(q.iter().count());
+    }
+    #[derive(Default)]
+    struct Counts(Vec<usize>);
+    for executor in both_executors() {
+        for flag in [false, true] {
+            let mut world = World::new();
+            world.insert_resource(Flag(flag));
+            world.insert_resource(Counts::default());
+            let mut schedule = Schedule::new();
+            schedule.set_executor(executor);
+            // No ordering edge leaves `spawn` (the three are ordered as added, by conflict),
+            // so no sync point follows it: only `apply_deferred` can apply its command
+            // before `count` runs.
+            schedule.add_systems((spawn, apply_deferred.run_if(flag_is_set), count));
+            schedule.run(&mut world);
+            let seen = &world.resource::<Counts>().unwrap().0;
+            assert_eq!(seen, &[usize::from(flag)], "{executor:?}, condition {flag}");
+        }
+    }
 }
 
 /// A deterministic simulation with conflicting and non-conflicting systems.

@@ -178,6 +178,23 @@ fn next_estimate(cost: u64, ns: u64, warming: bool, last_was_outlier: bool) -> (
 /// As [`run_system`].
 #[inline(always)]
 unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
+    // SAFETY: forwarded contract.
+    if unsafe { conditions_allow(slot, world) } {
+        // SAFETY: structure only, to catch up with new archetypes; the caller's access
+        // covers it.
+        slot.system.update_archetypes(unsafe { world.world() });
+        // SAFETY: forwarded contract.
+        unsafe { slot.system.run_unsafe(world) };
+    }
+}
+
+/// Runs every run condition of `slot` (each one, every time) and tells whether all allow
+/// the system to run.
+///
+/// # Safety
+/// As [`run_system`]: the caller holds the slot's access, which includes its conditions'.
+#[inline(always)]
+pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) -> bool {
     // SAFETY: structure only, to catch up with new archetypes; the caller's access covers it.
     let structure = unsafe { world.world() };
     let mut allowed = true;
@@ -186,10 +203,21 @@ unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
         // SAFETY: conditions are read-only and their access is part of the slot's.
         allowed &= unsafe { condition.run_unsafe(world) };
     }
-    if allowed {
-        slot.system.update_archetypes(structure);
-        // SAFETY: forwarded contract.
-        unsafe { slot.system.run_unsafe(world) };
+    allowed
+}
+
+/// An `apply_deferred` node: applies every pending command buffer unless one of its run
+/// conditions says no.
+pub(crate) fn apply_deferred_node(
+    slots: &mut [SystemSlot],
+    index: usize,
+    world: &mut World,
+    errors: &mut Vec<CommandError>,
+) {
+    // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
+    // conditions with this world.
+    if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) } {
+        apply_pending(slots, world, errors);
     }
 }
 

@@ -30,7 +30,7 @@ use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use super::plan::Plan;
 use super::protocol::{Dependencies, RunState};
-use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
+use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system};
 use crate::graph::Built;
 use crate::sync::{Arc, backoff};
 
@@ -103,8 +103,13 @@ impl<'a> Shared<'a> {
                 // SAFETY: the protocol granted this node to this thread alone.
                 let slot = unsafe { &mut *self.slots.add(index) };
                 if slot.is_apply_deferred {
-                    // SAFETY: `apply_deferred` is exclusive: nothing else runs now.
-                    unsafe { self.apply_all() };
+                    // SAFETY: `apply_deferred` is exclusive: nothing else runs now, so the
+                    // slot's conditions may read the world, and then every slot is ours.
+                    unsafe {
+                        if conditions_allow(slot, self.world) {
+                            self.apply_all();
+                        }
+                    }
                 } else {
                     // SAFETY: the graph gives this node its declared access for now (exclusive
                     // systems: the whole world); the schedule initialised the slot.

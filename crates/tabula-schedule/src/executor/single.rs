@@ -2,7 +2,7 @@
 
 use tabula_core::{CommandError, UnsafeWorldCell, World};
 
-use super::{Node, RunContext, SystemSlot, apply_pending, run_system};
+use super::{Node, RunContext, SystemSlot, apply_deferred_node, apply_pending, run_system};
 use crate::graph::Built;
 
 /// Runs every node in `built.order`.
@@ -16,7 +16,9 @@ pub(crate) fn run(
 ) {
     for &node in &built.order {
         match nodes[node] {
-            Node::System(index) if slots[index].is_apply_deferred => apply_pending(slots, world, errors),
+            Node::System(index) if slots[index].is_apply_deferred => {
+                apply_deferred_node(slots, index, world, errors);
+            }
             Node::System(index) => {
                 // SAFETY: `&mut World` grants every access, and the schedule initialised the
                 // slot with this world.
