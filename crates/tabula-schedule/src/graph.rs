@@ -81,6 +81,10 @@ pub struct Built {
     pub edges: Vec<(usize, usize, EdgeKind)>,
     /// Dependency counts and dependents, from the reduced edges.
     pub deps: Dependencies,
+    /// The systems' slots in the order of `order`: the order their command buffers are
+    /// applied in, so that commands apply in the order they were recorded. Filled in by the
+    /// schedule, which knows which node is which slot.
+    pub apply_order: Vec<usize>,
     /// Longest-path depth of each node: nodes of one depth have no path between them.
     pub level: Vec<usize>,
 }
@@ -182,6 +186,7 @@ pub fn build(
         edges,
         deps,
         level,
+        apply_order: Vec::new(),
     })
 }
 

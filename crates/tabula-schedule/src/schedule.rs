@@ -4,7 +4,7 @@
 //! `run` (and the first after more systems are added) initialises new systems against the
 //! world, instantiates run conditions, resolves sets, inserts sync points and builds the
 //! graph ([`crate::graph`]). Every run then: clamps old change ticks, executes the graph,
-//! applies the command buffers still pending (in the order the systems were added), and
+//! applies the command buffers still pending (in the order the systems ran), and
 //! advances the world's events.
 
 use std::collections::HashMap;
@@ -488,7 +488,15 @@ impl Schedule {
                 Node::Sync => &exclusive,
             })
             .collect();
-        let graph = graph::build(&names, &accesses, &node_edges)?;
+        let mut graph = graph::build(&names, &accesses, &node_edges)?;
+        graph.apply_order = graph
+            .order
+            .iter()
+            .filter_map(|&node| match nodes[node] {
+                Node::System(slot) => Some(slot),
+                Node::Sync => None,
+            })
+            .collect();
         let state = RunState::new(&graph.deps);
         Ok(BuiltSchedule {
             nodes,
@@ -568,7 +576,12 @@ impl Schedule {
         // A command that panics here aborts the run as well: the buffers not yet applied
         // are dropped with it, so that none of them is applied late, by the next run.
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            apply_pending(&mut self.slots, world, &mut self.command_errors);
+            apply_pending(
+                &mut self.slots,
+                &built.graph.apply_order,
+                world,
+                &mut self.command_errors,
+            );
         }));
         if let Err(payload) = applied {
             abort_run(&mut self.slots, payload);

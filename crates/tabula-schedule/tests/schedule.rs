@@ -646,6 +646,65 @@ mod deferred {
         seen.0.push(q.iter().count());
     }
 
+    /// The entity the last `spawner` / `reserver` run made.
+    #[derive(Default)]
+    struct Spawned(Option<Entity>);
+
+    fn spawner(mut commands: Commands, mut spawned: ResMut<Spawned>) {
+        spawned.0 = Some(commands.spawn((Position(1.0),)).id());
+    }
+    fn tagger(mut commands: Commands, spawned: Res<Spawned>) {
+        if let Some(entity) = spawned.0 {
+            commands.entity(entity).insert((Velocity(2.0),));
+        }
+    }
+    fn reserver(mut commands: Commands, mut spawned: ResMut<Spawned>) {
+        spawned.0 = Some(commands.spawn_empty().id());
+    }
+    fn count_entities(q: Query<Entity>, mut seen: ResMut<Seen>) {
+        seen.0.push(q.iter().count());
+    }
+    fn noop() {}
+
+    #[test]
+    fn buffers_apply_in_the_order_their_systems_ran() {
+        // `tagger` is added first but runs last (it waits on `noop`, and no sync point
+        // follows `noop`): its insert on the entity `spawner` made must apply after the
+        // spawn, not turn the reservation into an entity the spawn then refuses.
+        for executor in both_executors() {
+            let mut world = World::new();
+            world.init_resource::<Spawned>();
+            let mut schedule = Schedule::new();
+            schedule.set_executor(executor);
+            schedule.add_systems((tagger.after(noop), spawner, noop));
+            schedule.run(&mut world);
+            assert_eq!(schedule.command_errors(), &[], "{executor:?}");
+            let entity = world.resource::<Spawned>().unwrap().0.unwrap();
+            assert_eq!(world.get::<Position>(entity), Ok(&Position(1.0)), "{executor:?}");
+            assert_eq!(world.get::<Velocity>(entity), Ok(&Velocity(2.0)), "{executor:?}");
+        }
+    }
+
+    #[test]
+    fn entities_reserved_without_commands_exist_after_the_sync_point_and_the_run() {
+        for executor in both_executors() {
+            let mut world = World::new();
+            world.init_resource::<Spawned>();
+            world.init_resource::<Seen>();
+            let mut schedule = Schedule::new();
+            schedule.set_executor(executor);
+            schedule.add_systems((reserver, count_entities.after(reserver)));
+            schedule.run(&mut world);
+            assert_eq!(
+                world.resource::<Seen>().unwrap().0,
+                [1],
+                "{executor:?}: after the sync point"
+            );
+            let entity = world.resource::<Spawned>().unwrap().0.unwrap();
+            assert!(world.contains(entity), "{executor:?}: after the run");
+        }
+    }
+
     #[test]
     fn ordered_successors_see_commands_through_a_sync_point() {
         for executor in both_executors() {

@@ -211,23 +211,33 @@ pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldC
 pub(crate) fn apply_deferred_node(
     slots: &mut [SystemSlot],
     index: usize,
+    order: &[usize],
     world: &mut World,
     errors: &mut Vec<CommandError>,
 ) {
     // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
     // conditions with this world.
     if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) } {
-        apply_pending(slots, world, errors);
+        apply_pending(slots, order, world, errors);
     }
 }
 
-/// Applies every pending command buffer, in the order the systems were added.
-pub(crate) fn apply_pending(slots: &mut [SystemSlot], world: &mut World, errors: &mut Vec<CommandError>) {
-    for slot in slots.iter_mut() {
+/// Applies every pending command buffer, in `order` (the systems' slots in the order they
+/// run), then makes every reserved entity real: ids a system reserved without recording a
+/// command (`Commands::spawn_empty`) exist from here on too.
+pub(crate) fn apply_pending(
+    slots: &mut [SystemSlot],
+    order: &[usize],
+    world: &mut World,
+    errors: &mut Vec<CommandError>,
+) {
+    for &index in order {
+        let slot = &mut slots[index];
         if slot.system.has_deferred() {
             slot.system.apply_deferred(world, errors);
         }
     }
+    world.flush();
 }
 
 #[cfg(all(test, not(loom)))]

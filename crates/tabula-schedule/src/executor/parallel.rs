@@ -52,6 +52,8 @@ struct Shared<'a> {
     slots: *mut SystemSlot,
     slot_count: usize,
     nodes: &'a [Node],
+    /// The slots in the order their command buffers are applied.
+    apply_order: &'a [usize],
     deps: &'a Dependencies,
     plan: &'a Plan,
     state: &'a RunState,
@@ -135,7 +137,7 @@ impl<'a> Shared<'a> {
             )
         };
         let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        apply_pending(slots, world, &mut errors);
+        apply_pending(slots, self.apply_order, world, &mut errors);
     }
 
     /// Sorts a node this thread has just released: onto `stack` when it runs inline;
@@ -313,6 +315,7 @@ pub(crate) fn run(
         slot_count: slots.len(),
         slots: slots.as_mut_ptr(),
         nodes,
+        apply_order: &built.apply_order,
         deps: &built.deps,
         plan,
         state,
