@@ -50,6 +50,7 @@ mod hooks;
 mod param;
 mod schedule;
 mod set;
+mod skipped;
 mod sync;
 mod system;
 mod trace;
@@ -63,6 +64,7 @@ pub use param::{
 };
 pub use schedule::Schedule;
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
+pub use skipped::SkippedCommand;
 pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, IntoSystem, System,
     SystemParamFunction, apply_deferred,

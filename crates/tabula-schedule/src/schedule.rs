@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use tabula_core::{CommandError, World, WorldId};
+use tabula_core::{World, WorldId};
 
 use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
 use crate::executor::plan::Plan;
@@ -22,6 +22,7 @@ use crate::executor::{
 };
 use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
+use crate::skipped::SkippedCommand;
 use crate::trace::Trace;
 
 /// One side of an ordering constraint: a system (its slot) or a set.
@@ -89,7 +90,7 @@ pub struct Schedule {
     executor: ExecutorKind,
     tracing: bool,
     last_trace: Option<Trace>,
-    command_errors: Vec<CommandError>,
+    command_errors: Vec<SkippedCommand>,
 }
 
 impl Default for Schedule {
@@ -153,9 +154,10 @@ impl Schedule {
         self.last_trace.as_ref()
     }
 
-    /// Descriptions of the commands skipped in the last run (e.g. aimed at entities that no
-    /// longer existed). Skipping never panics; this is where it is reported.
-    pub fn command_errors(&self) -> &[CommandError] {
+    /// The commands skipped in the last run (e.g. aimed at entities that no longer existed),
+    /// each with the system that recorded it. Skipping never panics; this is where it is
+    /// reported.
+    pub fn command_errors(&self) -> &[SkippedCommand] {
         &self.command_errors
     }
 

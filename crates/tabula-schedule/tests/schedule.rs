@@ -750,8 +750,14 @@ mod deferred {
         schedule.run(&mut world);
         assert!(!world.contains(e));
         assert_eq!(schedule.command_errors().len(), 1);
-        let message = schedule.command_errors()[0].to_string();
+        let skipped = &schedule.command_errors()[0];
+        assert!(skipped.system().ends_with("despawn_twice"), "{skipped}");
+        let message = skipped.to_string();
         assert!(message.contains(&format!("{e:?}")), "{message}");
+        assert!(
+            message.contains("despawn_twice"),
+            "the system is named: {message}"
+        );
     }
 
     #[test]

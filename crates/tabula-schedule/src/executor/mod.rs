@@ -14,10 +14,11 @@ pub(crate) mod single;
 
 use std::time::Instant;
 
-use tabula_core::{CommandError, UnsafeWorldCell, World};
+use tabula_core::{UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::config::BoxedCondition;
+use crate::skipped::SkippedCommand;
 use crate::system::BoxedSystem;
 use crate::trace::{TraceEvent, thread_id};
 
@@ -213,7 +214,7 @@ pub(crate) fn apply_deferred_node(
     index: usize,
     order: &[usize],
     world: &mut World,
-    errors: &mut Vec<CommandError>,
+    errors: &mut Vec<SkippedCommand>,
 ) {
     // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
     // conditions with this world.
@@ -224,17 +225,21 @@ pub(crate) fn apply_deferred_node(
 
 /// Applies every pending command buffer, in `order` (the systems' slots in the order they
 /// run), then makes every reserved entity real: ids a system reserved without recording a
-/// command (`Commands::spawn_empty`) exist from here on too.
+/// command (`Commands::spawn_empty`) exist from here on too. Skipped commands go to
+/// `errors`, each with the system that recorded it.
 pub(crate) fn apply_pending(
     slots: &mut [SystemSlot],
     order: &[usize],
     world: &mut World,
-    errors: &mut Vec<CommandError>,
+    errors: &mut Vec<SkippedCommand>,
 ) {
+    let mut skipped = Vec::new();
     for &index in order {
         let slot = &mut slots[index];
         if slot.system.has_deferred() {
-            slot.system.apply_deferred(world, errors);
+            slot.system.apply_deferred(world, &mut skipped);
+            let system = slot.system.name();
+            errors.extend(skipped.drain(..).map(|error| SkippedCommand::new(system, error)));
         }
     }
     world.flush();

@@ -26,12 +26,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::{self, Thread};
 
-use tabula_core::{CommandError, UnsafeWorldCell, World};
+use tabula_core::{UnsafeWorldCell, World};
 
 use super::plan::Plan;
 use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system};
 use crate::graph::Built;
+use crate::skipped::SkippedCommand;
 use crate::sync::{Arc, backoff};
 
 /// Busy-wait steps (see [`backoff`]: spins, then yields) the caller takes before it parks
@@ -66,7 +67,7 @@ struct Shared<'a> {
     /// Helpers spawned for this run and not yet gone (some may not have started).
     helpers: AtomicUsize,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
-    errors: Mutex<Vec<CommandError>>,
+    errors: Mutex<Vec<SkippedCommand>>,
 }
 
 // SAFETY: `slots` is only dereferenced for a node by the one thread the protocol gives it
@@ -306,7 +307,7 @@ pub(crate) fn run(
     state: &mut RunState,
     world: &mut World,
     ctx: RunContext,
-    errors: &mut Vec<CommandError>,
+    errors: &mut Vec<SkippedCommand>,
 ) -> Result<(), Box<dyn Any + Send>> {
     state.reset(&built.deps);
     let state = &*state;

@@ -1,9 +1,10 @@
 //! The single-threaded executor: the schedule's order, on the calling thread.
 
-use tabula_core::{CommandError, UnsafeWorldCell, World};
+use tabula_core::{UnsafeWorldCell, World};
 
 use super::{Node, RunContext, SystemSlot, apply_deferred_node, apply_pending, run_system};
 use crate::graph::Built;
+use crate::skipped::SkippedCommand;
 
 /// Runs every node in `built.order`.
 pub(crate) fn run(
@@ -12,7 +13,7 @@ pub(crate) fn run(
     built: &Built,
     world: &mut World,
     ctx: RunContext,
-    errors: &mut Vec<CommandError>,
+    errors: &mut Vec<SkippedCommand>,
 ) {
     for &node in &built.order {
         match nodes[node] {
