@@ -1,4 +1,4 @@
-//! The README example as a program: spawn, insert, get, remove, despawn, saying what happens.
+//! The storage API as a program: spawn, insert, get, remove, despawn, saying what happens.
 //!
 //! Run it with `cargo run --release -p tabula-examples --example quickstart`.
 

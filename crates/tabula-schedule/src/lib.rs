@@ -16,8 +16,8 @@
 //!    and handing the rest to rayon, except the one heading the longest chain of work, which
 //!    it keeps (the plan in `executor/plan.rs`). Exclusive systems and sync points run alone
 //!    because they conflict with everything.
-//! 3. **Finish**: command buffers still pending are applied in the order the systems were
-//!    added; events age by one run.
+//! 3. **Finish**: command buffers still pending are applied in the order the systems ran;
+//!    events age by one run.
 //!
 //! Because every two conflicting systems are ordered the same way on every run, the world
 //! after a run is the same with one thread or many.

@@ -8,7 +8,8 @@ use std::fmt::Write;
 pub struct TraceEvent {
     /// The system's name.
     pub name: String,
-    /// 0 for the thread that called `run`, `1 + rayon index` for pool threads.
+    /// `1 + rayon index` for a thread of a rayon pool, 0 for any other thread (so the thread
+    /// that called `run` is 0 unless it is itself a pool thread, as under `pool.install`).
     pub thread: usize,
     /// Microseconds since the run started.
     pub start_us: f64,

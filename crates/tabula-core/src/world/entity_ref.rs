@@ -149,8 +149,8 @@ impl<'w> EntityMut<'w> {
             .expect("an EntityMut's entity stays alive until `despawn` consumes the view");
     }
 
-    /// The world, for operations the view does not offer; the entity may be despawned
-    /// through it, after which the view must not be used.
+    /// The world, read-only, for lookups the view does not offer (other entities,
+    /// resources).
     pub fn world(&self) -> &World {
         self.world
     }
