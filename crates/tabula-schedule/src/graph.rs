@@ -81,9 +81,9 @@ pub struct Built {
     pub edges: Vec<(usize, usize, EdgeKind)>,
     /// Dependency counts and dependents, from the reduced edges.
     pub deps: Dependencies,
-    /// The systems' slots in the order of `order`: the order their command buffers are
-    /// applied in, so that commands apply in the order they were recorded. Filled in by the
-    /// schedule, which knows which node is which slot.
+    /// The slots of the systems that declared deferred work (commands), in the order of
+    /// `order`: the order their buffers are applied in, so that commands apply in the order
+    /// they were recorded. Filled in by the schedule, which knows which node is which slot.
     pub apply_order: Vec<usize>,
     /// Longest-path depth of each node: nodes of one depth have no path between them.
     pub level: Vec<usize>,

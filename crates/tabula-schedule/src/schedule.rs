@@ -491,12 +491,13 @@ impl Schedule {
             })
             .collect();
         let mut graph = graph::build(&names, &accesses, &node_edges)?;
+        // Only systems that declared deferred work can have any to apply.
         graph.apply_order = graph
             .order
             .iter()
             .filter_map(|&node| match nodes[node] {
-                Node::System(slot) => Some(slot),
-                Node::Sync => None,
+                Node::System(slot) if self.slots[slot].access.is_deferred() => Some(slot),
+                _ => None,
             })
             .collect();
         let state = RunState::new(&graph.deps);
@@ -575,18 +576,23 @@ impl Schedule {
         if let Err(payload) = result {
             abort_run(&mut self.slots, payload);
         }
-        // A command that panics here aborts the run as well: the buffers not yet applied
-        // are dropped with it, so that none of them is applied late, by the next run.
-        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            apply_pending(
-                &mut self.slots,
-                &built.graph.apply_order,
-                world,
-                &mut self.command_errors,
-            );
-        }));
-        if let Err(payload) = applied {
-            abort_run(&mut self.slots, payload);
+        if built.graph.apply_order.is_empty() {
+            // No system records commands; ids reserved through `&World` still become real.
+            world.flush();
+        } else {
+            // A command that panics here aborts the run as well: the buffers not yet applied
+            // are dropped with it, so that none of them is applied late, by the next run.
+            let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                apply_pending(
+                    &mut self.slots,
+                    &built.graph.apply_order,
+                    world,
+                    &mut self.command_errors,
+                );
+            }));
+            if let Err(payload) = applied {
+                abort_run(&mut self.slots, payload);
+            }
         }
         crate::hooks::end_of_run(world);
     }
