@@ -60,7 +60,8 @@ pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, 
 pub use executor::ExecutorKind;
 pub use graph::ScheduleBuildError;
 pub use param::{
-    EventReader, EventWriter, Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam, SystemParamItem,
+    Described, EventReader, EventWriter, Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam,
+    SystemParamItem,
 };
 pub use schedule::Schedule;
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};

@@ -315,6 +315,7 @@ impl Schedule {
                     Some(at) => kept.swap_remove(at).1,
                     None => {
                         let mut condition = make();
+                        condition.set_condition_of(slot.system.name());
                         condition.initialize(world);
                         if condition.access().writes_anything() {
                             panic!(

@@ -55,6 +55,11 @@ pub trait System: Send + Sync + 'static {
 
     /// Drops deferred work without applying it (after a run was aborted by a panic).
     fn discard_deferred(&mut self) {}
+
+    /// Tells a run condition which system it guards, before `initialize`, so its messages
+    /// (a missing resource, say) name that system too. Systems that are never conditions
+    /// can ignore it.
+    fn set_condition_of(&mut self, _system: &str) {}
 }
 
 /// A boxed system of the schedule.
@@ -127,6 +132,7 @@ where
 
     fn initialize(&mut self, world: &mut World) {
         let mut meta = SystemMeta::new(Cow::Owned(self.meta.name().to_string()));
+        meta.set_condition_of(self.meta.condition_of().map(str::to_string));
         self.state = Some(F::Param::init_state(world, &mut meta));
         self.meta = meta;
     }
@@ -154,6 +160,10 @@ where
         let out = self.function.call(params);
         self.meta.set_last_run(this_run);
         out
+    }
+
+    fn set_condition_of(&mut self, system: &str) {
+        self.meta.set_condition_of(Some(system.to_string()));
     }
 
     fn has_deferred(&self) -> bool {

@@ -228,6 +228,39 @@ fn aliasing_params_panic_naming_system_params_and_component() {
     }
 }
 
+#[test]
+fn a_condition_missing_its_resource_names_the_system_it_guards() {
+    fn guarded() {}
+    for executor in both_executors() {
+        let mut world = World::new();
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems(guarded.run_if(not_paused));
+        let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
+        let message = err.downcast_ref::<String>().expect("a formatted panic message");
+        assert!(
+            message.contains("run condition `") && message.contains("not_paused"),
+            "{executor:?}: {message}"
+        );
+        assert!(
+            message.contains("of system `") && message.contains("guarded"),
+            "{executor:?}: {message}"
+        );
+        assert!(message.contains("Paused"), "{executor:?}: {message}");
+    }
+    // An alias inside a condition is named the same way.
+    fn aliasing_condition(_a: Res<Paused>, _b: ResMut<Paused>) -> bool {
+        true
+    }
+    let message = system_panic(|s| s.add_systems(guarded.run_if(aliasing_condition)));
+    assert!(
+        message.starts_with("run condition `")
+            && message.contains("of system `")
+            && message.contains("guarded"),
+        "{message}"
+    );
+}
+
 /// The panic message of running a schedule built by `build` on an empty world.
 fn system_panic(build: impl FnOnce(&mut Schedule) -> &mut Schedule) -> String {
     let mut world = World::new();

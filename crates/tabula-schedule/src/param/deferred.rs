@@ -189,8 +189,8 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
 #[cold]
 fn missing_events<E>(meta: &SystemMeta) -> ! {
     panic!(
-        "system `{}` uses events `{}`, but their `Events` resource was removed from the world",
-        meta.name(),
+        "{} uses events `{}`, but their `Events` resource was removed from the world",
+        meta.describe(),
         type_name::<E>()
     )
 }

@@ -27,6 +27,8 @@ pub use tabula_core::query::RunTicks;
 #[derive(Debug, Clone)]
 pub struct SystemMeta {
     name: Cow<'static, str>,
+    /// For a run condition: the system it guards, which messages name too.
+    condition_of: Option<String>,
     access: SystemAccess,
     last_run: LastRun,
 }
@@ -35,6 +37,7 @@ impl SystemMeta {
     pub(crate) fn new(name: Cow<'static, str>) -> Self {
         Self {
             name,
+            condition_of: None,
             access: SystemAccess::default(),
             last_run: LastRun::NEVER,
         }
@@ -43,6 +46,22 @@ impl SystemMeta {
     /// The system's name (its function's path).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Who this is in messages: ``system `name` `` or, for a run condition,
+    /// ``run condition `name` of system `guarded` ``.
+    pub fn describe(&self) -> Described<'_> {
+        Described(self)
+    }
+
+    /// Marks the system as a run condition of `system`, so messages name both.
+    pub(crate) fn set_condition_of(&mut self, system: Option<String>) {
+        self.condition_of = system;
+    }
+
+    /// The system this one is a run condition of, if it is one.
+    pub(crate) fn condition_of(&self) -> Option<&str> {
+        self.condition_of.as_deref()
     }
 
     /// The access declared so far.
@@ -78,9 +97,9 @@ impl SystemMeta {
         };
         if self.access.reads_all() && !access.writes().is_empty() {
             panic!(
-                "system `{}`: parameter `{param}` writes `{}`, but parameter `&World` reads the whole \
+                "{}: parameter `{param}` writes `{}`, but parameter `&World` reads the whole \
                  world. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
-                self.name,
+                self.describe(),
                 names(&mut access.writes().ids()),
             );
         }
@@ -93,9 +112,9 @@ impl SystemMeta {
                 "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say)."
             };
             panic!(
-                "system `{}`: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
+                "{}: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
                  writes what the other reads or writes. {advice}",
-                self.name,
+                self.describe(),
                 names(&mut ids.into_iter()),
             );
         }
@@ -114,12 +133,24 @@ impl SystemMeta {
     pub fn add_reads_all(&mut self, param: &str) {
         if let Some((other, _)) = self.access.params().iter().find(|(_, a)| !a.writes().is_empty()) {
             panic!(
-                "system `{}`: parameter `{param}` reads the whole world, but parameter `{other}` writes part \
+                "{}: parameter `{param}` reads the whole world, but parameter `{other}` writes part \
                  of it. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
-                self.name
+                self.describe()
             );
         }
         self.access.set_reads_all();
+    }
+}
+
+/// A system as messages name it; see [`SystemMeta::describe`].
+pub struct Described<'a>(&'a SystemMeta);
+
+impl std::fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0.condition_of {
+            Some(system) => write!(f, "run condition `{}` of system `{system}`", self.0.name),
+            None => write!(f, "system `{}`", self.0.name),
+        }
     }
 }
 
@@ -185,8 +216,8 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Qu
     type Item<'w, 's> = Query<'w, 's, D, F>;
 
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> QueryState<D, F> {
-        let state = QueryState::try_new(world)
-            .unwrap_or_else(|conflict| panic!("system `{}`: {conflict}", meta.name()));
+        let state =
+            QueryState::try_new(world).unwrap_or_else(|conflict| panic!("{}: {conflict}", meta.describe()));
         meta.add_param_access(world, type_name::<Self>(), state.access().clone());
         state
     }
@@ -304,9 +335,9 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
 #[cold]
 fn missing_resource<R>(meta: &SystemMeta) -> ! {
     panic!(
-        "system `{}` needs resource `{}`, which does not exist. Insert it with `World::insert_resource` \
+        "{} needs resource `{}`, which does not exist. Insert it with `World::insert_resource` \
          before running the schedule, or take `Option<Res<..>>` if it is optional.",
-        meta.name(),
+        meta.describe(),
         type_name::<R>()
     )
 }
