@@ -11,6 +11,11 @@
 //! them, so each reader sees each event at most once. A reader that did not look for two
 //! updates simply skips what was dropped meanwhile.
 //!
+//! Ids count within one `Events<E>` value. Each value also has an identity of its own, and a
+//! cursor remembers the one it last read: handed another value (the resource was replaced,
+//! say, by `insert_resource(Events::<E>::default())`), it starts that one from its oldest
+//! stored event instead of skipping events whose ids it has already passed in the old one.
+//!
 //! ```
 //! use tabula_core::{EventCursor, Events, World};
 //!
@@ -34,6 +39,10 @@
 use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
+use std::num::NonZeroU64;
+// Not the `sync` shim: this counter only hands out distinct numbers, and no loom model
+// involves it.
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::resource::ResourceError;
 use crate::world::World;
@@ -81,6 +90,8 @@ impl<E> EventBuffer<E> {
 /// assert!(events.is_empty());
 /// ```
 pub struct Events<E> {
+    /// This value's identity, which cursors remember (ids count within one value).
+    instance: NonZeroU64,
     /// Sent before the last update.
     older: EventBuffer<E>,
     /// Sent since the last update. The id of the next event is where this buffer's ids end,
@@ -89,9 +100,18 @@ pub struct Events<E> {
     newer: EventBuffer<E>,
 }
 
+/// A number no other `Events` value has had in this process.
+fn fresh_instance() -> NonZeroU64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // Relaxed: only distinctness matters, which the atomic increment gives on its own. At a
+    // billion values a second, 2^64 lasts five centuries.
+    NonZeroU64::new(NEXT.fetch_add(1, Ordering::Relaxed)).expect("the instance counter starts at 1")
+}
+
 impl<E> Default for Events<E> {
     fn default() -> Self {
         Self {
+            instance: fresh_instance(),
             older: EventBuffer::new(0),
             newer: EventBuffer::new(0),
         }
@@ -152,6 +172,7 @@ impl<E> Events<E> {
     /// A cursor that has already seen every event sent so far; it reads only later ones.
     pub fn cursor_at_end(&self) -> EventCursor<E> {
         EventCursor {
+            instance: Some(self.instance),
             next_id: self.next_id(),
             _event: PhantomData,
         }
@@ -171,8 +192,11 @@ impl<E> fmt::Debug for Events<E> {
 /// One reader's position in an [`Events<E>`]: the id of the first event it has not seen.
 ///
 /// A default cursor starts before the first event ever sent, so it reads everything still
-/// stored.
+/// stored. A cursor handed a different `Events<E>` value than the one it last read (the
+/// resource was replaced) starts that value from its oldest stored event.
 pub struct EventCursor<E> {
+    /// The `Events` value `next_id` counts in; `None` before the first read.
+    instance: Option<NonZeroU64>,
     next_id: usize,
     // `fn() -> E`: the cursor holds no `E`, so it is `Send + Sync` whatever `E` is.
     _event: PhantomData<fn() -> E>,
@@ -181,6 +205,7 @@ pub struct EventCursor<E> {
 impl<E> Default for EventCursor<E> {
     fn default() -> Self {
         Self {
+            instance: None,
             next_id: 0,
             _event: PhantomData,
         }
@@ -204,11 +229,22 @@ impl<E> fmt::Debug for EventCursor<E> {
 }
 
 impl<E> EventCursor<E> {
+    /// The id of the first event of `events` this cursor has not seen: its own position if
+    /// it last read `events`, else the start (it has seen none of them).
+    fn position_in(&self, events: &Events<E>) -> usize {
+        if self.instance == Some(events.instance) {
+            self.next_id
+        } else {
+            0
+        }
+    }
+
     /// The stored events this cursor has not seen, oldest first. The cursor moves past each
     /// event as the iterator yields it; events it never yields stay unread.
     pub fn read<'a>(&mut self, events: &'a Events<E>) -> impl ExactSizeIterator<Item = &'a E> {
         // Anything older than the oldest stored event was dropped: skip it.
-        self.next_id = self.next_id.max(events.older.start_id);
+        self.next_id = self.position_in(events).max(events.older.start_id);
+        self.instance = Some(events.instance);
         EventReader {
             older: events.older.since(self.next_id).iter(),
             newer: events.newer.since(self.next_id).iter(),
@@ -218,7 +254,8 @@ impl<E> EventCursor<E> {
 
     /// How many stored events this cursor has not seen.
     pub fn len(&self, events: &Events<E>) -> usize {
-        events.older.since(self.next_id).len() + events.newer.since(self.next_id).len()
+        let next_id = self.position_in(events);
+        events.older.since(next_id).len() + events.newer.since(next_id).len()
     }
 
     /// True when this cursor has seen every stored event.
@@ -228,6 +265,7 @@ impl<E> EventCursor<E> {
 
     /// Marks every stored event as seen without reading it.
     pub fn clear(&mut self, events: &Events<E>) {
+        self.instance = Some(events.instance);
         self.next_id = events.next_id();
     }
 }
@@ -362,6 +400,33 @@ mod tests {
         let mut skipper = EventCursor::default();
         skipper.clear(&events);
         assert_eq!(skipper.len(&events), 0);
+    }
+
+    #[test]
+    fn a_cursor_starts_a_replaced_events_value_from_its_oldest_event() {
+        let mut world = World::new();
+        world.add_event::<u32>();
+        let mut cursor = EventCursor::default();
+        for i in 0..5u32 {
+            world.send_event(i).unwrap();
+        }
+        assert_eq!(read_all(&mut cursor, world.resource().unwrap()), [0, 1, 2, 3, 4]);
+        // A fresh value counts ids from 0 again; the cursor, 5 events in, still reads it.
+        world.insert_resource(Events::<u32>::default());
+        world.send_event(10u32).unwrap();
+        let events = world.resource::<Events<u32>>().unwrap();
+        assert_eq!(cursor.len(events), 1);
+        assert_eq!(read_all(&mut cursor, events), [10]);
+        assert_eq!(read_all(&mut cursor, events), []);
+        // Each value also has its own identity from `cursor_at_end` and `clear`.
+        let mut other = Events::default();
+        other.send_batch([7, 8]);
+        let mut at_end = other.cursor_at_end();
+        assert!(at_end.is_empty(&other));
+        assert_eq!(read_all(&mut at_end, events), [10]);
+        let mut cleared = EventCursor::default();
+        cleared.clear(&other);
+        assert_eq!(cleared.len(events), 1);
     }
 
     #[test]
