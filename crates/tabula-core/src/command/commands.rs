@@ -1,9 +1,11 @@
 //! [`Commands`]: the recording side of a [`CommandQueue`], with the world's entity allocator
 //! at hand so that spawns can return their entity at once.
 
+use crate::archetype::ArchetypeId;
 use crate::bundle::Bundle;
 use crate::component::Component;
 use crate::entity::{Entities, Entity};
+use crate::error::EntityError;
 use crate::world::World;
 
 use super::{Command, CommandError, CommandQueue, Fallible};
@@ -56,12 +58,19 @@ impl<'w, 's> Commands<'w, 's> {
     /// Spawns an entity with `bundle`. The id is reserved now and returned at once; the
     /// entity exists once the queue is applied. (If the queue is dropped instead, the
     /// reservation still becomes an entity, with no components, at the world's next flush.)
+    ///
+    /// If the spawn is refused when applied (a bundle holding [`Parent`](crate::Parent),
+    /// say), the error is reported and the reserved id is despawned rather than left behind
+    /// as an entity with no components; later commands for it then report it missing.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
         let entity = self.entities.reserve_entity();
         self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .spawn_at(entity, bundle)
-                .map_err(|error| entity_error("spawn", entity, error))
+            world.spawn_at(entity, bundle).map_err(|error| {
+                if !matches!(error, EntityError::AlreadySpawned(_)) {
+                    release_reservation(world, entity);
+                }
+                entity_error("spawn", entity, error)
+            })
         }));
         EntityCommands::new(entity, self.queue)
     }
@@ -130,6 +139,19 @@ impl<'w, 's> Commands<'w, 's> {
 impl std::fmt::Debug for Commands<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Commands").field("queue", &self.queue).finish()
+    }
+}
+
+/// Despawns `entity` if it is a reservation that a refused spawn left with no components
+/// (anything else, such as an entity another command has since filled, is left alone).
+fn release_reservation(world: &mut World, entity: Entity) {
+    if world
+        .location(entity)
+        .is_ok_and(|location| location.archetype == ArchetypeId::EMPTY)
+    {
+        // Cannot fail: the entity was just found alive, and an entity with no components
+        // has no children to detach.
+        let _ = world.despawn(entity);
     }
 }
 
