@@ -160,7 +160,9 @@ impl World {
     /// ```
     ///
     /// # Panics
-    /// As [`spawn`](Self::spawn), for the item type.
+    /// As [`spawn`](Self::spawn), for the item type; also when the iterator's size hint
+    /// promises more items than a world has entity slots (`u32::MAX - 1`), as an endless
+    /// `std::iter::repeat` does: give it a finite source (`.take(n)`).
     #[track_caller]
     pub fn spawn_batch<I>(&mut self, iter: I) -> SpawnBatch<'_, I::IntoIter>
     where

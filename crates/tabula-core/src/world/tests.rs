@@ -515,6 +515,25 @@ fn spawn_batch_with_a_lying_size_hint_only_fills_what_it_yields() {
 }
 
 #[test]
+fn spawn_batch_of_an_endless_source_panics_clearly_before_reserving() {
+    let mut world = World::new();
+    let kept = world.spawn((1u32,));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn_batch(std::iter::repeat((2u32,))).next()
+    }));
+    let payload = caught.expect_err("an endless source is refused");
+    let message = payload.downcast_ref::<String>().expect("a formatted message");
+    assert!(message.starts_with("spawn_batch: "), "{message}");
+    assert!(message.contains(".take(n)"), "{message}");
+    // Nothing was spawned or reserved; the world works on.
+    assert_eq!(world.len(), 1);
+    assert_eq!(world.spawn_batch(std::iter::repeat_n((3u32,), 2)).count(), 2);
+    assert_eq!(world.get::<u32>(kept), Ok(&1));
+    assert_eq!(world.len(), 3);
+    assert_locations_exact(&world);
+}
+
+#[test]
 fn spawn_batch_dropped_early_spawns_the_rest() {
     let mut world = World::new();
     let mut batch = world.spawn_batch((0..5u32).map(|i| (i,)));
