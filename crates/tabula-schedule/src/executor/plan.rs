@@ -84,10 +84,7 @@ impl Plan {
             return;
         }
         self.stale = false;
-        self.make(built, |node| match nodes[node] {
-            Node::Sync => (0, true),
-            Node::System(index) => (slots[index].cost_ns(), slots[index].access.is_exclusive()),
-        });
+        self.make(built, |node| node_cost(slots, nodes, node));
     }
 
     /// Makes the plan for `built`, given each node's cost and whether it is exclusive.
@@ -132,6 +129,18 @@ impl Plan {
         if !self.hand_off_roots.is_empty() && inline_ns < INLINE_BELOW_NS {
             self.own_roots.push(self.hand_off_roots.remove(0));
         }
+    }
+}
+
+/// A node's cost for ranking (ns) and whether it runs exclusively. Sync points and
+/// `apply_deferred` nodes only apply commands, on the calling thread between other nodes, and
+/// are never sampled: they count as free, so what runs before them is ranked by its own
+/// cost (an unsampled cost would rank everything upstream as heavy for good).
+fn node_cost(slots: &[SystemSlot], nodes: &[Node], node: usize) -> (u64, bool) {
+    match nodes[node] {
+        Node::Sync => (0, true),
+        Node::System(index) if slots[index].is_apply_deferred => (0, true),
+        Node::System(index) => (slots[index].cost_ns(), slots[index].access.is_exclusive()),
     }
 }
 
@@ -192,6 +201,36 @@ mod tests {
         assert!(!plan.runs_inline(0));
         assert_eq!(plan.own_roots(), [0]);
         assert_eq!(plan.hand_off_roots(), [3]);
+    }
+
+    #[test]
+    fn apply_deferred_counts_as_free_so_cheap_systems_before_it_stay_inline() {
+        use crate::access::SystemAccess;
+        use crate::system::{IntoSystem, apply_deferred};
+        fn tiny() {}
+        // tiny -> apply_deferred; tiny has been sampled at 100 ns, apply_deferred never is.
+        let mut tiny_slot =
+            SystemSlot::new(Box::new(tiny.into_system()), Vec::new(), SystemAccess::default());
+        tiny_slot.cost_ns = 100;
+        let apply = SystemSlot::new(
+            Box::new(apply_deferred.into_system()),
+            Vec::new(),
+            SystemAccess::default(),
+        );
+        let slots = [tiny_slot, apply];
+        let nodes = [Node::System(0), Node::System(1)];
+        assert_eq!(node_cost(&slots, &nodes, 1), (0, true));
+        assert_eq!(node_cost(&slots, &nodes, 0), (100, false));
+        let built = Built {
+            order: vec![0, 1],
+            deps: Dependencies::from_edges(2, &[(0, 1)]),
+            ..Built::default()
+        };
+        let mut plan = Plan::new();
+        plan.refresh(&slots, &nodes, &built);
+        assert_eq!(plan.rank(0), 100);
+        assert!(plan.runs_inline(0));
+        assert_eq!(plan.own_roots(), [0]);
     }
 
     #[test]
