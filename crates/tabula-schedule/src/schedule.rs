@@ -32,6 +32,24 @@ enum End {
     Set(SetKey),
 }
 
+/// `before` runs before `after`, as configured or as joined through empty sets (`through`,
+/// in order), which were taken out.
+struct Constraint {
+    before: End,
+    after: End,
+    through: Vec<SetKey>,
+}
+
+impl Constraint {
+    fn new(before: End, after: End) -> Self {
+        Self {
+            before,
+            after,
+            through: Vec::new(),
+        }
+    }
+}
+
 /// A system added to the schedule: its configuration, and what its run conditions were
 /// made from.
 struct Added {
@@ -360,46 +378,60 @@ impl Schedule {
         };
 
         // Ordering constraints between systems and sets, as configured.
-        let mut constraints: Vec<(End, End)> = Vec::new();
+        let mut constraints: Vec<Constraint> = Vec::new();
         for (index, added) in self.added.iter().enumerate() {
             for set in &added.config_graph.before {
-                constraints.push((End::System(index), End::Set(set.clone())));
+                constraints.push(Constraint::new(End::System(index), End::Set(set.clone())));
             }
             for set in &added.config_graph.after {
-                constraints.push((End::Set(set.clone()), End::System(index)));
+                constraints.push(Constraint::new(End::Set(set.clone()), End::System(index)));
             }
         }
         for (set, config) in &self.sets {
             for other in &config.before {
-                constraints.push((End::Set(set.clone()), End::Set(other.clone())));
+                constraints.push(Constraint::new(End::Set(set.clone()), End::Set(other.clone())));
             }
             for other in &config.after {
-                constraints.push((End::Set(other.clone()), End::Set(set.clone())));
+                constraints.push(Constraint::new(End::Set(other.clone()), End::Set(set.clone())));
             }
         }
+        let name = |end: &End| match end {
+            End::System(index) => self.slots[*index].system.name().to_string(),
+            End::Set(set) => format!("{set:?}"),
+        };
         // A set without systems still passes its order on: `A before B` and `B before C`
         // order A before C while B is empty (the core sets stay ordered with nothing in
         // `Update`). Each empty set is taken out, joining what comes before it to what
-        // comes after it.
-        while let Some(empty) = constraints.iter().find_map(|(from, to)| {
-            [from, to]
+        // comes after it. A join that comes back to where it started closes a cycle
+        // through the sets taken out on the way: the cycle is named with them.
+        while let Some(empty) = constraints.iter().find_map(|constraint| {
+            [&constraint.before, &constraint.after]
                 .into_iter()
                 .find(|end| matches!(end, End::Set(set) if members_of(set).is_empty()))
                 .cloned()
         }) {
+            let End::Set(empty_set) = &empty else {
+                unreachable!("only sets are taken out")
+            };
             let (touching, rest): (Vec<_>, Vec<_>) = constraints
                 .into_iter()
-                .partition(|(from, to)| *from == empty || *to == empty);
+                .partition(|c| c.before == empty || c.after == empty);
             constraints = rest;
-            for (before, _) in touching
-                .iter()
-                .filter(|(from, to)| *to == empty && *from != empty)
-            {
-                for (_, after) in touching
-                    .iter()
-                    .filter(|(from, to)| *from == empty && *to != empty)
-                {
-                    constraints.push((before.clone(), after.clone()));
+            for into in touching.iter().filter(|c| c.after == empty && c.before != empty) {
+                for out in touching.iter().filter(|c| c.before == empty && c.after != empty) {
+                    let mut through = into.through.clone();
+                    through.push(empty_set.clone());
+                    through.extend(out.through.iter().cloned());
+                    if into.before == out.after {
+                        let mut names = vec![name(&into.before)];
+                        names.extend(through.iter().map(|set| format!("{set:?}")));
+                        return Err(ScheduleBuildError::Cycle(names));
+                    }
+                    constraints.push(Constraint {
+                        before: into.before.clone(),
+                        after: out.after.clone(),
+                        through,
+                    });
                 }
             }
         }
@@ -411,14 +443,10 @@ impl Schedule {
                 End::Set(set) => members_of(set).to_vec(),
             }
         };
-        for (before, after) in &constraints {
+        for Constraint { before, after, .. } in &constraints {
             let froms = systems_of(before);
             let tos = systems_of(after);
             if let Some(&system) = froms.iter().find(|from| tos.contains(from)) {
-                let name = |end: &End| match end {
-                    End::System(index) => self.slots[*index].system.name().to_string(),
-                    End::Set(set) => format!("{set:?}"),
-                };
                 return Err(ScheduleBuildError::OrderedBeforeItself {
                     system: self.slots[system].system.name().to_string(),
                     before: name(before),

@@ -384,6 +384,51 @@ fn a_system_ordered_before_itself_through_its_sets_is_named_with_the_sets() {
 }
 
 #[test]
+fn a_cycle_through_empty_sets_is_named_with_them() {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    enum Stage {
+        Early,
+        Middle,
+        Late,
+    }
+    impl SystemSet for Stage {}
+    let mut world = World::new();
+    // Middle -> Late -> Middle, with only Middle holding a system.
+    let mut schedule = Schedule::new();
+    schedule.configure_sets((Stage::Middle, Stage::Late).chain());
+    schedule.configure_sets(Stage::Late.before(Stage::Middle));
+    schedule.add_systems(a.in_set(Stage::Middle));
+    let err = schedule.initialize(&mut world).unwrap_err();
+    assert_eq!(
+        err,
+        ScheduleBuildError::Cycle(vec!["Middle".into(), "Late".into()])
+    );
+    assert!(err.to_string().contains("Middle -> Late -> Middle"), "{err}");
+
+    // Through two empty sets, from a system.
+    let mut schedule = Schedule::new();
+    schedule.configure_sets((Stage::Early, Stage::Late).chain());
+    schedule.add_systems(a.before(Stage::Early).after(Stage::Late));
+    let err = schedule.initialize(&mut world).unwrap_err();
+    assert!(
+        matches!(&err, ScheduleBuildError::Cycle(names)
+            if names.len() == 3 && names[0].ends_with("::a") && names[1..] == ["Early", "Late"]),
+        "{err}"
+    );
+
+    // Empty sets alone: still a contradiction, refused before any system joins them.
+    let mut schedule = Schedule::new();
+    schedule.configure_sets((Stage::Early, Stage::Late).chain());
+    schedule.configure_sets(Stage::Late.before(Stage::Early));
+    schedule.add_systems(b);
+    let err = schedule.initialize(&mut world).unwrap_err();
+    assert!(
+        matches!(&err, ScheduleBuildError::Cycle(names) if names.len() == 2),
+        "{err}"
+    );
+}
+
+#[test]
 fn sets_without_systems_still_pass_their_order_on() {
     #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     enum Stage {
