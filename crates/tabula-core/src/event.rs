@@ -15,6 +15,8 @@
 //! cursor remembers the one it last read: handed another value (the resource was replaced,
 //! say, by `insert_resource(Events::<E>::default())`), it starts that one from its oldest
 //! stored event instead of skipping events whose ids it has already passed in the old one.
+//! It remembers only the last value, though: a value set aside and put back after the cursor
+//! read another one is read from its oldest stored event again.
 //!
 //! ```
 //! use tabula_core::{EventCursor, Events, World};
@@ -193,7 +195,8 @@ impl<E> fmt::Debug for Events<E> {
 ///
 /// A default cursor starts before the first event ever sent, so it reads everything still
 /// stored. A cursor handed a different `Events<E>` value than the one it last read (the
-/// resource was replaced) starts that value from its oldest stored event.
+/// resource was replaced) starts that value from its oldest stored event; it remembers only
+/// the last value it read, so alternating two values re-reads each one's stored events.
 pub struct EventCursor<E> {
     /// The `Events` value `next_id` counts in; `None` before the first read.
     instance: Option<NonZeroU64>,
@@ -223,6 +226,7 @@ impl<E> Copy for EventCursor<E> {}
 impl<E> fmt::Debug for EventCursor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventCursor")
+            .field("instance", &self.instance)
             .field("next_id", &self.next_id)
             .finish()
     }
@@ -427,6 +431,10 @@ mod tests {
         let mut cleared = EventCursor::default();
         cleared.clear(&other);
         assert_eq!(cleared.len(events), 1);
+        // Only the last value is remembered: back to `other` after `events`, the cursor
+        // starts `other` afresh (documented).
+        assert_eq!(read_all(&mut cleared, events), [10]);
+        assert_eq!(read_all(&mut cleared, &other), [7, 8]);
     }
 
     #[test]
