@@ -550,6 +550,8 @@ impl Schedule {
     /// the run the same way. An aborted run's command buffers that were not applied yet are
     /// dropped, never applied by a later run.
     pub fn run(&mut self, world: &mut World) {
+        // First: a run that panics while building reports no stale errors afterwards.
+        self.command_errors.clear();
         if let Err(error) = self.initialize(world) {
             panic!("{error}");
         }
@@ -563,7 +565,6 @@ impl Schedule {
             warming: is_warm_up_run(built.runs),
         };
         built.runs = built.runs.wrapping_add(1);
-        self.command_errors.clear();
         let result = match self.executor {
             ExecutorKind::Parallel => {
                 built.plan.refresh(&self.slots, &built.nodes, &built.graph);
@@ -703,7 +704,6 @@ impl Schedule {
     }
 }
 
-/// `crate::module::function` -> `function`.
 /// Ends a run that a system or command aborted with `payload`: every command buffer not yet
 /// applied is dropped (a later run must not apply them out of order), then the panic goes on.
 fn abort_run(slots: &mut [SystemSlot], payload: Box<dyn std::any::Any + Send>) -> ! {
@@ -723,6 +723,7 @@ fn same_factory(a: &ConditionFactory, b: &ConditionFactory) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
+/// `crate::module::function` -> `function`.
 fn short_name(name: &str) -> &str {
     let base = name.split('<').next().unwrap_or(name);
     base.rsplit("::").next().unwrap_or(base)
