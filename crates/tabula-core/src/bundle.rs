@@ -37,6 +37,19 @@ use crate::storage::Table;
 /// let mut world = tabula_core::World::new();
 /// world.spawn((1u32, 2u32)); // panics: u32 appears twice
 /// ```
+///
+/// So is a tuple nested in a bundle: tuples are not flattened, and `((a, b), c)` would store
+/// the pair as one component, which no query for `a`'s type would find. List the components
+/// in one tuple instead (a helper returning a bundle can take the extra components as
+/// arguments):
+///
+/// ```should_panic
+/// struct Pos(f32);
+/// struct Vel(f32);
+/// struct Player;
+/// let mut world = tabula_core::World::new();
+/// world.spawn(((Pos(0.0), Vel(1.0)), Player)); // panics: a nested tuple
+/// ```
 pub trait Bundle: sealed::BundleStorage + Send + Sync + 'static {}
 
 pub(crate) mod sealed {
@@ -230,6 +243,12 @@ impl Bundles {
                 components.info(pair[0]).name()
             );
         }
+        if let Some(&tuple) = fields
+            .iter()
+            .find(|&&id| is_tuple_type(components.info(id).name()))
+        {
+            nested_tuple_refused::<B>(components.info(tuple).name());
+        }
         let id = self.infos.len();
         self.infos.push(BundleInfo {
             id,
@@ -239,6 +258,26 @@ impl Bundles {
         self.by_type.insert(TypeId::of::<B>(), id);
         id
     }
+}
+
+/// True for a tuple type's name, except the unit type's: `()` is a plain zero-sized
+/// component, and nothing is lost by storing it. (Only tuple type names start with `(`.)
+fn is_tuple_type(name: &str) -> bool {
+    name.starts_with('(') && name != "()"
+}
+
+/// The panic for a bundle with a tuple among its fields: `((Pos, Vel), Player)` would store
+/// one component of type `(Pos, Vel)`, which no query for `Pos` finds. Tuples are not
+/// flattened (any type is a component, tuples included), so this is refused on first use.
+#[cold]
+fn nested_tuple_refused<B>(field: &str) -> ! {
+    panic!(
+        "bundle `{}` has a field of tuple type `{field}`; a nested tuple is not flattened into its \
+         components but would be stored as one component of that tuple type. List its \
+         components in the outer tuple instead, or wrap the value in a struct if one component \
+         is meant",
+        type_name::<B>()
+    )
 }
 
 macro_rules! tuple_bundle {

@@ -567,3 +567,37 @@ fn wide_bundles_round_trip() {
     assert_eq!(removed, Ok((1, 2, 3, 4, 5, 6, 7, 8, 9.0, 10.0, 'k', true)));
     assert!(world.contains(e));
 }
+
+#[test]
+fn a_tuple_nested_in_a_bundle_is_refused_naming_it() {
+    fn physics() -> (Pos, Vel) {
+        (Pos(0.0, 0.0), Vel(1.0, 0.0))
+    }
+    let mut world = World::new();
+    let kept = world.spawn((Pos(5.0, 5.0),));
+    let message = |result: std::thread::Result<Entity>| -> String {
+        let payload = result.expect_err("a nested tuple is refused");
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .expect("a formatted message")
+    };
+    let spawn = message(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn((physics(), Marker))
+    })));
+    assert!(
+        spawn.contains("nested tuple") && spawn.contains("Pos") && spawn.contains("Vel"),
+        "{spawn}"
+    );
+    let insert = message(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.insert(kept, (Marker, physics())).map(|()| kept).unwrap()
+    })));
+    assert!(insert.contains("nested tuple"), "{insert}");
+    // Nothing was stored; the flat bundle works, and `()` stays a plain component.
+    assert_eq!(world.len(), 1);
+    assert!(!world.has::<Marker>(kept));
+    let (pos, vel) = physics();
+    let flat = world.spawn((pos, vel, Marker, ()));
+    assert!(world.has::<Vel>(flat) && world.has::<()>(flat));
+    assert_locations_exact(&world);
+}
