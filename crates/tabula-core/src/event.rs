@@ -1,7 +1,8 @@
 //! Events: messages sent by one part of a frame and read by any number of others.
 //!
 //! [`Events<E>`] is a resource holding two buffers. Senders append to the newer one;
-//! [`Events::update`] (called once per schedule run, through [`World::update_events`]) drops
+//! [`Events::update`] (called at the end of each schedule run, through
+//! [`World::update_events`], unless the schedule was told not to) drops
 //! the older buffer and makes the newer one older. So an event sent during run `N` stays
 //! readable through runs `N` and `N + 1`, whichever order senders and readers run in, and is
 //! gone after the second update.
@@ -330,7 +331,8 @@ impl World {
     }
 
     /// Updates every event type registered with [`add_event`](Self::add_event) (see
-    /// [`Events::update`]). A scheduler calls this once per schedule run.
+    /// [`Events::update`]). A schedule calls this at the end of each run, unless told not to
+    /// (with several schedules per frame, only the once-per-frame one should).
     pub fn update_events(&mut self) {
         let mut index = 0;
         // Look the registry up afresh for each updater: the updater needs `&mut World`.

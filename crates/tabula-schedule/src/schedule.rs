@@ -107,6 +107,8 @@ pub struct Schedule {
     built: Option<BuiltSchedule>,
     executor: ExecutorKind,
     tracing: bool,
+    /// Ages events at the end of each run (see [`Schedule::set_update_events`]).
+    update_events: bool,
     last_trace: Option<Trace>,
     command_errors: Vec<SkippedCommand>,
 }
@@ -143,6 +145,7 @@ impl Schedule {
             built: None,
             executor: ExecutorKind::Parallel,
             tracing: false,
+            update_events: true,
             last_trace: None,
             command_errors: Vec::new(),
         };
@@ -159,6 +162,48 @@ impl Schedule {
     /// The executor in use.
     pub fn executor(&self) -> ExecutorKind {
         self.executor
+    }
+
+    /// Whether each run ends with [`World::update_events`] (on by default), which makes every
+    /// event one run older: an event lives through the run it was sent in and the next.
+    ///
+    /// With several schedules per frame, let only the one that runs once per frame update
+    /// events. A fixed-timestep schedule run several times a frame would otherwise age them
+    /// at each step, and a schedule reading after it would miss events sent in the earlier
+    /// steps.
+    ///
+    /// ```
+    /// use tabula_schedule::prelude::*;
+    /// use tabula_core::World;
+    ///
+    /// struct Hit;
+    /// #[derive(Default)]
+    /// struct Seen(usize);
+    ///
+    /// fn send(mut hits: EventWriter<Hit>) {
+    ///     hits.send(Hit);
+    /// }
+    /// fn count(mut hits: EventReader<Hit>, mut seen: ResMut<Seen>) {
+    ///     seen.0 += hits.read().count();
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.add_event::<Hit>();
+    /// world.init_resource::<Seen>();
+    /// let mut fixed = Schedule::new();
+    /// fixed.add_systems(send).set_update_events(false);
+    /// let mut frame = Schedule::new();
+    /// frame.add_systems(count);
+    /// for _ in 0..3 {
+    ///     fixed.run(&mut world); // two fixed steps this frame
+    ///     fixed.run(&mut world);
+    ///     frame.run(&mut world); // reads both steps' events, then ages them
+    /// }
+    /// assert_eq!(world.resource::<Seen>().unwrap().0, 6);
+    /// ```
+    pub fn set_update_events(&mut self, enabled: bool) -> &mut Self {
+        self.update_events = enabled;
+        self
     }
 
     /// Records a trace of every following run (see [`last_trace`](Self::last_trace)).
@@ -624,7 +669,9 @@ impl Schedule {
                 abort_run(&mut self.slots, payload);
             }
         }
-        crate::hooks::end_of_run(world);
+        if self.update_events {
+            crate::hooks::end_of_run(world);
+        }
     }
 
     /// The built graph in Graphviz DOT: systems (boxes), sync points (diamonds), explicit

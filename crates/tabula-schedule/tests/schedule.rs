@@ -966,3 +966,38 @@ fn a_system_may_write_what_its_tick_filter_watches() {
     reader.initialize(&mut world);
     assert!(writer.access().conflicts_with(reader.access()));
 }
+
+#[test]
+fn only_schedules_that_update_events_age_them() {
+    struct Hit;
+    #[derive(Default)]
+    struct Seen(usize);
+    fn send(mut hits: EventWriter<Hit>) {
+        hits.send(Hit);
+    }
+    fn count(mut hits: EventReader<Hit>, mut seen: ResMut<Seen>) {
+        seen.0 += hits.read().count();
+    }
+    // Two fixed steps per frame, then a frame schedule that reads.
+    let frames = |fixed_updates_events: bool| {
+        let mut world = World::new();
+        world.add_event::<Hit>();
+        world.init_resource::<Seen>();
+        let mut fixed = Schedule::new();
+        fixed.add_systems(send).set_update_events(fixed_updates_events);
+        let mut frame = Schedule::new();
+        frame.add_systems(count);
+        for _ in 0..4 {
+            fixed.run(&mut world);
+            fixed.run(&mut world);
+            frame.run(&mut world);
+        }
+        let stored = world.resource::<tabula_core::Events<Hit>>().unwrap().len();
+        (world.resource::<Seen>().unwrap().0, stored)
+    };
+    // Aged at every step (and by the frame), the first step's event is gone before the
+    // frame reads, and the second step's is gone after it.
+    assert_eq!(frames(true), (4, 0));
+    // Aged once per frame: every event is read, and the last frame's two are still stored.
+    assert_eq!(frames(false), (8, 2));
+}
