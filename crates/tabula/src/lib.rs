@@ -34,7 +34,8 @@ pub struct GuideDoctests;
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
     pub use tabula_core::{
-        Bundle, Children, Commands, Component, Entity, EntityError, Events, Mut, Parent, World,
+        Added, Bundle, Changed, Children, Commands, Component, Entity, EntityError, Events, Has, Mut, Or,
+        Parent, Ref, ResourceError, With, Without, World,
     };
     pub use tabula_schedule::prelude::*;
 }
