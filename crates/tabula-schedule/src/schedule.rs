@@ -383,7 +383,7 @@ impl Schedule {
                         if condition.access().writes_anything() {
                             panic!(
                                 "run condition `{}` of system `{}` writes to the world; conditions may only \
-                                 read (take `Res`, not `ResMut`)",
+                                 read (take `Res`, not `ResMut`; no `Commands`, `EventWriter` or `&mut World`)",
                                 condition.name(),
                                 slot.system.name()
                             );

@@ -18,6 +18,39 @@ pub trait SystemSet: Debug + Clone + Eq + Hash + Send + Sync + 'static {}
 
 /// The three ordered phases every [`Schedule`](crate::Schedule) starts with:
 /// `PreUpdate` runs before `Update`, which runs before `PostUpdate`.
+///
+/// Only members are ordered: a system added without `.in_set(CoreSet::..)` (directly or
+/// through one of its sets) is in none of them, so it is ordered against their systems only
+/// by explicit `before`/`after` and by conflicts (in the order added). Once you use
+/// `PreUpdate` or `PostUpdate`, put the main logic in `Update` explicitly:
+///
+/// ```
+/// use tabula_schedule::prelude::*;
+/// use tabula_core::World;
+///
+/// #[derive(Default)]
+/// struct Input(u32);
+/// #[derive(Default)]
+/// struct Seen(Vec<u32>);
+///
+/// fn logic(input: Res<Input>, mut seen: ResMut<Seen>) {
+///     seen.0.push(input.0);
+/// }
+/// fn read_input(mut input: ResMut<Input>) {
+///     input.0 += 1;
+/// }
+///
+/// let mut world = World::new();
+/// world.init_resource::<Input>();
+/// world.init_resource::<Seen>();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((
+///     logic.in_set(CoreSet::Update), // without `in_set`, it would run first (added first)
+///     read_input.in_set(CoreSet::PreUpdate),
+/// ));
+/// schedule.run(&mut world);
+/// assert_eq!(world.resource::<Seen>().unwrap().0, [1]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CoreSet {
     /// Input, timers, spawning of the frame's new entities.
