@@ -328,6 +328,46 @@ fn disjoint_filters_do_not_conflict_within_or_between_systems() {
 }
 
 #[test]
+fn an_or_filter_whose_every_branch_is_excluded_does_not_conflict() {
+    struct Player;
+    struct Enemy;
+    fn split(
+        mut actors: Query<&mut Position, tabula_core::Or<(With<Player>, With<Enemy>)>>,
+        scenery: Query<&Position, (Without<Player>, Without<Enemy>)>,
+    ) {
+        let lowest = scenery.iter().map(|p| p.0).fold(f32::MAX, f32::min);
+        actors.for_each(|mut p| p.0 += lowest);
+    }
+    for executor in both_executors() {
+        let mut world = World::new();
+        let player = world.spawn((Position(1.0), Player));
+        let enemy = world.spawn((Position(2.0), Enemy));
+        let both = world.spawn((Position(3.0), Player, Enemy));
+        let rock = world.spawn((Position(10.0),));
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems(split);
+        schedule.run(&mut world);
+        let at = |e| world.get::<Position>(e).unwrap().0;
+        assert_eq!(
+            [at(player), at(enemy), at(both), at(rock)],
+            [11.0, 12.0, 13.0, 10.0]
+        );
+    }
+    // One branch left open (`Enemy` without `Player` matches both): still refused.
+    fn overlapping(
+        _actors: Query<&mut Position, tabula_core::Or<(With<Player>, With<Enemy>)>>,
+        _others: Query<&Position, Without<Player>>,
+    ) {
+    }
+    let message = system_panic(|s| s.add_systems(overlapping));
+    assert!(
+        message.contains("conflicts") && message.contains("Position"),
+        "{message}"
+    );
+}
+
+#[test]
 fn ordering_cycles_are_errors_naming_the_systems() {
     let mut world = World::new();
     world.insert_resource(Log::default());

@@ -70,7 +70,8 @@ impl fmt::Debug for ComponentSet {
 }
 
 /// The component access of a query: what it reads, what it writes, and the archetype-level
-/// filters (`with`, `without`) that can prove two accesses never touch the same entity.
+/// filters (`with`, `without`, and the alternatives of `Or` filters) that can prove two
+/// accesses never touch the same entity.
 ///
 /// The scheduler builds its conflict graph from these.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -79,6 +80,22 @@ pub struct Access {
     writes: ComponentSet,
     with: ComponentSet,
     without: ComponentSet,
+    /// One entry per `Or` filter: every matched entity matches one of its branches.
+    one_of: Vec<Vec<Branch>>,
+}
+
+/// What every entity matched through one branch of an `Or` has and lacks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Branch {
+    with: ComponentSet,
+    without: ComponentSet,
+}
+
+impl Branch {
+    /// True when no entity can both match this branch and have `with` and lack `without`.
+    fn excludes(&self, with: &ComponentSet, without: &ComponentSet) -> bool {
+        self.with.intersects(without) || self.without.intersects(with)
+    }
 }
 
 impl Access {
@@ -129,9 +146,45 @@ impl Access {
         self.without.insert(id);
     }
 
-    /// True when the filters prove the two never match the same entity.
+    /// Records that every matched entity matches one of `branches` (an `Or` filter, one
+    /// access per member): only their `with` and `without` count (the branches' own `Or`s
+    /// are left out, which can only make disjointness harder to prove, never wrong).
+    pub fn add_one_of(&mut self, branches: &[Access]) {
+        self.one_of.push(
+            branches
+                .iter()
+                .map(|branch| Branch {
+                    with: branch.with.clone(),
+                    without: branch.without.clone(),
+                })
+                .collect(),
+        );
+    }
+
+    /// True when the filters prove the two never match the same entity: one requires a
+    /// component the other excludes, or one has an `Or` each of whose branches does.
     pub fn is_disjoint(&self, other: &Access) -> bool {
-        self.with.intersects(&other.without) || self.without.intersects(&other.with)
+        self.with.intersects(&other.without)
+            || self.without.intersects(&other.with)
+            || self.one_of_excludes(other)
+            || other.one_of_excludes(self)
+    }
+
+    /// True when one of this access's `Or`s has only branches that `other` rules out.
+    fn one_of_excludes(&self, other: &Access) -> bool {
+        self.one_of
+            .iter()
+            .any(|branches| branches.iter().all(|branch| other.rules_out(branch)))
+    }
+
+    /// True when no entity this access matches can match `branch`: its `with` and `without`
+    /// say so, or every branch of one of its `Or`s does.
+    fn rules_out(&self, branch: &Branch) -> bool {
+        branch.excludes(&self.with, &self.without)
+            || self
+                .one_of
+                .iter()
+                .any(|ours| ours.iter().all(|our| branch.excludes(&our.with, &our.without)))
     }
 
     /// The components through which the two accesses conflict (one writes what the other
@@ -228,6 +281,58 @@ mod tests {
             vec![id(6)],
             "a filter's read orders it after writers"
         );
+    }
+
+    /// An access with `with` and `without` filters only.
+    fn filtered(with: &[usize], without: &[usize]) -> Access {
+        let mut access = Access::default();
+        with.iter().for_each(|&n| access.add_with(id(n)));
+        without.iter().for_each(|&n| access.add_without(id(n)));
+        access
+    }
+
+    #[test]
+    fn an_or_is_disjoint_when_every_branch_is() {
+        const POS: usize = 1;
+        const PLAYER: usize = 2;
+        const ENEMY: usize = 3;
+        // `(&mut Pos, Or<(With<Player>, With<Enemy>)>)`
+        let mut either = Access::default();
+        either.add_write(id(POS)).unwrap();
+        either.add_one_of(&[filtered(&[PLAYER], &[]), filtered(&[ENEMY], &[])]);
+        // `(&Pos, Without<Player>, Without<Enemy>)`: neither branch can match.
+        let mut neither = filtered(&[], &[PLAYER, ENEMY]);
+        neither.add_read(id(POS)).unwrap();
+        assert!(either.conflicts(&neither).is_empty());
+        assert!(neither.conflicts(&either).is_empty());
+        // `(&Pos, Without<Player>)`: the `Enemy` branch can match.
+        let mut not_player = filtered(&[], &[PLAYER]);
+        not_player.add_read(id(POS)).unwrap();
+        assert_eq!(either.conflicts(&not_player), vec![id(POS)]);
+        // A branch that says nothing about the other's filters proves nothing.
+        let mut vague = Access::default();
+        vague.add_write(id(POS)).unwrap();
+        vague.add_one_of(&[filtered(&[PLAYER], &[]), Access::default()]);
+        assert_eq!(vague.conflicts(&neither), vec![id(POS)]);
+        // Two `Or`s, branch by branch: each branch of one excludes every branch of the other.
+        let mut other_or = Access::default();
+        other_or.add_read(id(POS)).unwrap();
+        other_or.add_one_of(&[filtered(&[], &[PLAYER, ENEMY])]);
+        assert!(
+            either.conflicts(&other_or).is_empty(),
+            "a one-branch Or is its branch"
+        );
+        assert!(other_or.conflicts(&either).is_empty());
+        let mut overlapping = Access::default();
+        overlapping.add_read(id(POS)).unwrap();
+        overlapping.add_one_of(&[filtered(&[], &[PLAYER]), filtered(&[4], &[])]);
+        assert_eq!(either.conflicts(&overlapping), vec![id(POS)]);
+        assert_eq!(overlapping.conflicts(&either), vec![id(POS)]);
+        // An `Or` of nothing matches nothing, so it is disjoint from anything.
+        let mut nothing = Access::default();
+        nothing.add_write(id(POS)).unwrap();
+        nothing.add_one_of(&[]);
+        assert!(nothing.conflicts(&either).is_empty());
     }
 
     #[test]

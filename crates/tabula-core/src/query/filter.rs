@@ -193,8 +193,9 @@ macro_rules! tuple_filter {
         impl<$($name: ArchetypeFilter),*> ArchetypeFilter for ($($name,)*) {}
 
         // SAFETY: matches where any member matches, fetches only those members, and reports
-        // the members' reads (never their `with`/`without`, which an OR cannot promise).
-        #[allow(unused_variables, clippy::unused_unit)]
+        // the members' reads, and their `with`/`without` only as alternatives (`add_one_of`):
+        // an OR promises one branch, not each.
+        #[allow(unused_variables, unused_mut, clippy::unused_unit)]
         unsafe impl<$($name: QueryFilter),*> WorldQuery for Or<($($name,)*)> {
             type State = ($($name::State,)*);
             type Cache = ($(Option<$name::Cache>,)*);
@@ -206,11 +207,14 @@ macro_rules! tuple_filter {
             }
 
             fn update_access(state: &Self::State, access: &mut Access) -> Result<(), ComponentId> {
+                let mut members = Vec::new();
                 $({
                     let mut member = Access::default();
                     $name::update_access(&state.$index, &mut member)?;
                     access.merge_filter_reads(&member);
+                    members.push(member);
                 })*
+                access.add_one_of(&members);
                 Ok(())
             }
 
