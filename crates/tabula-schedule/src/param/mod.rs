@@ -329,6 +329,51 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     }
 }
 
+/// `for item in &query`: [`Query::iter`].
+impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &Query<'w, 's, D, F> {
+    type Item = D::Item<'w>;
+    type IntoIter = QueryIter<'w, 's, D, F>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// `for item in &mut query`: [`Query::iter_mut`].
+///
+/// ```
+/// use tabula_schedule::prelude::*;
+/// use tabula_core::World;
+///
+/// struct Health(u32);
+///
+/// fn heal(mut patients: Query<&mut Health>) {
+///     for mut health in &mut patients {
+///         health.0 += 1;
+///     }
+/// }
+///
+/// fn check(everyone: Query<&Health>) {
+///     for health in &everyone {
+///         assert_eq!(health.0, 2);
+///     }
+/// }
+///
+/// let mut world = World::new();
+/// world.spawn((Health(1),));
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((heal, check).chain());
+/// schedule.run(&mut world);
+/// ```
+impl<'a, 's, D: QueryData, F: QueryFilter> IntoIterator for &'a mut Query<'_, 's, D, F> {
+    type Item = D::Item<'a>;
+    type IntoIter = QueryIter<'a, 's, D, F>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Resources
 
