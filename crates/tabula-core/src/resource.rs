@@ -152,6 +152,66 @@ impl World {
         Ok(unsafe { &mut *ptr })
     }
 
+    /// Takes resource `R` out for the length of `f`, which gets the world (without `R`) and
+    /// the resource mutably at once; `R` is put back afterwards, also when `f` panics.
+    ///
+    /// ```
+    /// use tabula_core::World;
+    ///
+    /// struct Spawner { next: u32 }
+    /// struct Id(u32);
+    ///
+    /// let mut world = World::new();
+    /// world.insert_resource(Spawner { next: 7 });
+    /// let e = world.resource_scope(|world, spawner: &mut Spawner| {
+    ///     spawner.next += 1;
+    ///     world.spawn((Id(spawner.next),))
+    /// })?;
+    /// assert_eq!(world.get::<Id>(e).unwrap().0, 8);
+    /// assert_eq!(world.resource::<Spawner>()?.next, 8);
+    /// # Ok::<(), tabula_core::ResourceError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ResourceError::Missing`] when there is no `R`; `f` is not called.
+    ///
+    /// # Panics
+    /// When `f` inserts another `R` (a mistake: it would replace the one in scope); the one
+    /// in scope is put back first, and the one `f` inserted is dropped.
+    pub fn resource_scope<R: Component, T>(
+        &mut self,
+        f: impl FnOnce(&mut World, &mut R) -> T,
+    ) -> Result<T, ResourceError> {
+        /// Puts the resource back when dropped, on return and on unwind alike.
+        struct PutBack<'a, R: Component> {
+            world: &'a mut World,
+            value: Option<R>,
+        }
+        impl<R: Component> Drop for PutBack<'_, R> {
+            fn drop(&mut self) {
+                if let Some(value) = self.value.take() {
+                    let inserted = self.world.insert_resource(value);
+                    if inserted.is_some() && !std::thread::panicking() {
+                        panic!(
+                            "resource `{}` was inserted during `resource_scope` over it; the one in \
+                             scope was put back and the inserted one dropped. Change the resource \
+                             through the `&mut` the scope hands out instead",
+                            type_name::<R>()
+                        );
+                    }
+                }
+            }
+        }
+        let value = self.remove_resource::<R>()?;
+        let mut scope = PutBack {
+            world: self,
+            value: Some(value),
+        };
+        let PutBack { world, value } = &mut scope;
+        let value = value.as_mut().expect("the value is put back only on drop");
+        Ok(f(world, value))
+    }
+
     /// The id under which resource type `R` is tracked in accesses (registering it).
     pub fn register_resource<R: Component>(&mut self) -> ComponentId {
         self.components.register::<R>()
@@ -213,6 +273,53 @@ mod tests {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    #[test]
+    fn resource_scope_puts_the_resource_back_whatever_happens() {
+        use std::panic::{AssertUnwindSafe, catch_unwind};
+        #[derive(Debug, PartialEq)]
+        struct Score(u32);
+        let mut world = World::new();
+        // Missing: an error, and `f` never runs.
+        let mut called = false;
+        assert!(matches!(
+            world.resource_scope(|_, _: &mut Score| called = true),
+            Err(ResourceError::Missing { .. })
+        ));
+        assert!(!called);
+        // The world in scope lacks the resource; the change sticks.
+        world.insert_resource(Score(1));
+        let seen = world
+            .resource_scope(|world, score: &mut Score| {
+                score.0 += 1;
+                world.contains_resource::<Score>()
+            })
+            .unwrap();
+        assert!(!seen);
+        assert_eq!(world.resource::<Score>(), Ok(&Score(2)));
+        // A panic inside: put back, with what was done before the panic.
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            world.resource_scope(|_, score: &mut Score| {
+                score.0 = 10;
+                panic!("inside the scope");
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(world.resource::<Score>(), Ok(&Score(10)));
+        // Inserting the same type inside is refused, keeping the one in scope.
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            world.resource_scope(|world, score: &mut Score| {
+                score.0 = 11;
+                world.insert_resource(Score(99));
+            })
+        }));
+        let message = caught.unwrap_err().downcast_ref::<String>().cloned().unwrap();
+        assert!(
+            message.contains("resource_scope") && message.contains("Score"),
+            "{message}"
+        );
+        assert_eq!(world.resource::<Score>(), Ok(&Score(11)));
     }
 
     #[test]
