@@ -149,6 +149,20 @@ impl World {
         self.spawn_along(edge, bundle)
     }
 
+    /// Spawns an entity with no components (the same as `spawn(())`); add some later with
+    /// [`insert`](Self::insert).
+    ///
+    /// ```
+    /// let mut world = tabula_core::World::new();
+    /// let e = world.spawn_empty();
+    /// world.insert(e, (1u8,))?;
+    /// assert_eq!(world.get::<u8>(e), Ok(&1));
+    /// # Ok::<(), tabula_core::EntityError>(())
+    /// ```
+    pub fn spawn_empty(&mut self) -> Entity {
+        self.spawn(())
+    }
+
     /// Spawns one entity per item; returns the new ids lazily, and spawns whatever is left
     /// when dropped. Room is reserved once for the iterator's size hint.
     ///
