@@ -6,12 +6,17 @@
 //!
 //! Each resource sits in its own `UnsafeCell`, so that a scheduler can hand one system
 //! `&mut R` while other systems read other resources, without ever forming a `&mut` to the
-//! shared container.
+//! shared container. Beside it are its change ticks, as for a component: when it was
+//! inserted, and when it was last accessed mutably (its own `UnsafeCell`, written by the one
+//! holder of `&mut R`), which `Res::is_changed` and friends compare against a system's last
+//! run.
 
 use std::any::{Any, type_name};
 use std::cell::UnsafeCell;
 
+use crate::change::{Mut, Ref, Tick};
 use crate::component::{Component, ComponentId};
+use crate::query::RunTicks;
 use crate::world::{UnsafeWorldCell, World};
 
 type ErasedCell = UnsafeCell<dyn Any + Send + Sync>;
@@ -46,10 +51,30 @@ fn missing<R>() -> ResourceError {
     }
 }
 
+/// One stored resource and its change ticks.
+struct Slot {
+    value: Box<ErasedCell>,
+    /// When the resource was inserted (a replacement keeps it).
+    added: Tick,
+    /// When it was last inserted or accessed mutably; written through shared access only by
+    /// the holder of the value's `&mut`.
+    changed: UnsafeCell<Tick>,
+}
+
+impl Slot {
+    fn new(value: Box<ErasedCell>, now: Tick) -> Self {
+        Self {
+            value,
+            added: now,
+            changed: UnsafeCell::new(now),
+        }
+    }
+}
+
 /// The resource slots of a world, indexed by [`ComponentId`].
 #[derive(Default)]
 pub(crate) struct Resources {
-    slots: Vec<Option<Box<ErasedCell>>>,
+    slots: Vec<Option<Slot>>,
 }
 
 // SAFETY: the cells are only written through `&mut Resources`, or through an
@@ -64,8 +89,8 @@ impl std::panic::UnwindSafe for Resources {}
 impl std::panic::RefUnwindSafe for Resources {}
 
 impl Resources {
-    fn cell(&self, id: ComponentId) -> Option<&ErasedCell> {
-        self.slots.get(id.index())?.as_deref()
+    fn slot(&self, id: ComponentId) -> Option<&Slot> {
+        self.slots.get(id.index())?.as_ref()
     }
 
     /// A pointer to the resource stored under `id`, as `R`.
@@ -73,7 +98,16 @@ impl Resources {
     /// `id` must be `R`'s id; the slot then holds an `R` because `insert` is the only writer
     /// and keys each value by its own type's id.
     fn ptr<R: Component>(&self, id: ComponentId) -> Option<*mut R> {
-        self.cell(id).map(|cell| cell.get().cast::<R>())
+        self.slot(id).map(|slot| slot.value.get().cast::<R>())
+    }
+
+    /// Clamps every resource's ticks older than the maximum change age (see
+    /// [`World::check_change_ticks`]).
+    pub(crate) fn check_change_ticks(&mut self, now: Tick) {
+        for slot in self.slots.iter_mut().flatten() {
+            slot.added.clamp_age(now);
+            slot.changed.get_mut().clamp_age(now);
+        }
     }
 }
 
@@ -99,14 +133,26 @@ impl World {
     /// # Ok::<(), tabula_core::ResourceError>(())
     /// ```
     pub fn insert_resource<R: Component>(&mut self, value: R) -> Option<R> {
+        let now = self.change_tick();
         let id = self.components.register::<R>();
         let slots = &mut self.resources.slots;
         if slots.len() <= id.index() {
             slots.resize_with(id.index() + 1, || None);
         }
-        let old = slots[id.index()].replace(Box::new(UnsafeCell::new(value)));
-        // SAFETY: the slot under `R`'s id only ever holds an `R`.
-        old.map(|cell| unsafe { unbox::<R>(cell) })
+        let value: Box<ErasedCell> = Box::new(UnsafeCell::new(value));
+        match &mut slots[id.index()] {
+            // A replacement is a change, not an addition.
+            Some(slot) => {
+                *slot.changed.get_mut() = now;
+                let old = std::mem::replace(&mut slot.value, value);
+                // SAFETY: the slot under `R`'s id only ever holds an `R`.
+                Some(unsafe { unbox::<R>(old) })
+            }
+            empty @ None => {
+                *empty = Some(Slot::new(value, now));
+                None
+            }
+        }
     }
 
     /// Inserts `R::default()` unless an `R` is already present.
@@ -118,22 +164,41 @@ impl World {
 
     /// Removes the resource of type `R` and returns it.
     pub fn remove_resource<R: Component>(&mut self) -> Result<R, ResourceError> {
+        self.take_resource::<R>().map(|(value, _)| value)
+    }
+
+    /// Puts back a resource taken with [`take_resource`](Self::take_resource): as
+    /// [`insert_resource`](Self::insert_resource), but a resource put back where none is
+    /// keeps its `added` tick (and counts as changed, having been lent out mutably).
+    fn put_back_resource<R: Component>(&mut self, value: R, added: Tick) -> Option<R> {
+        let old = self.insert_resource(value);
+        if old.is_none() {
+            let id = self.components.id::<R>().expect("inserted just now");
+            if let Some(Some(slot)) = self.resources.slots.get_mut(id.index()) {
+                slot.added = added;
+            }
+        }
+        old
+    }
+
+    /// Removes resource `R`, with its `added` tick.
+    fn take_resource<R: Component>(&mut self) -> Result<(R, Tick), ResourceError> {
         let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
-        let cell = self
+        let slot = self
             .resources
             .slots
             .get_mut(id.index())
             .and_then(Option::take)
             .ok_or_else(missing::<R>)?;
         // SAFETY: the slot under `R`'s id only ever holds an `R`.
-        Ok(unsafe { unbox::<R>(cell) })
+        Ok((unsafe { unbox::<R>(slot.value) }, slot.added))
     }
 
     /// True when a resource of type `R` is present.
     pub fn contains_resource<R: Component>(&self) -> bool {
         self.components
             .id::<R>()
-            .is_some_and(|id| self.resources.cell(id).is_some())
+            .is_some_and(|id| self.resources.slot(id).is_some())
     }
 
     /// The resource of type `R`.
@@ -145,11 +210,21 @@ impl World {
     }
 
     /// The resource of type `R`, mutably.
+    ///
+    /// The access counts as a change (`Res::is_changed` in systems sees it), whether or not
+    /// the value is written.
     pub fn resource_mut<R: Component>(&mut self) -> Result<&mut R, ResourceError> {
+        let now = self.change_tick();
         let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
-        let ptr = self.resources.ptr::<R>(id).ok_or_else(missing::<R>)?;
+        let slot = self
+            .resources
+            .slots
+            .get_mut(id.index())
+            .and_then(Option::as_mut)
+            .ok_or_else(missing::<R>)?;
+        *slot.changed.get_mut() = now;
         // SAFETY: the slot holds an `R`; `&mut self` makes this the only reference.
-        Ok(unsafe { &mut *ptr })
+        Ok(unsafe { &mut *slot.value.get().cast::<R>() })
     }
 
     /// Takes resource `R` out for the length of `f`, which gets the world (without `R`) and
@@ -186,11 +261,12 @@ impl World {
         struct PutBack<'a, R: Component> {
             world: &'a mut World,
             value: Option<R>,
+            added: Tick,
         }
         impl<R: Component> Drop for PutBack<'_, R> {
             fn drop(&mut self) {
                 if let Some(value) = self.value.take() {
-                    let inserted = self.world.insert_resource(value);
+                    let inserted = self.world.put_back_resource(value, self.added);
                     if inserted.is_some() && !std::thread::panicking() {
                         panic!(
                             "resource `{}` was inserted during `resource_scope` over it; the one in \
@@ -202,12 +278,13 @@ impl World {
                 }
             }
         }
-        let value = self.remove_resource::<R>()?;
+        let (value, added) = self.take_resource::<R>()?;
         let mut scope = PutBack {
             world: self,
             value: Some(value),
+            added,
         };
-        let PutBack { world, value } = &mut scope;
+        let PutBack { world, value, .. } = &mut scope;
         let value = value.as_mut().expect("the value is put back only on drop");
         Ok(f(world, value))
     }
@@ -258,6 +335,52 @@ impl<'w> UnsafeWorldCell<'w> {
         // SAFETY: the slot holds an `R` inside an `UnsafeCell`; the caller guarantees this is
         // the only access.
         Some(unsafe { &mut *ptr })
+    }
+
+    /// The resource of type `R`, shared, with its change ticks seen from `run`.
+    ///
+    /// # Safety
+    /// As [`get_resource`](Self::get_resource).
+    pub unsafe fn get_resource_ref<R: Component>(self, run: RunTicks) -> Option<Ref<'w, R>> {
+        // SAFETY: only the registry and the slot list (structure) are read here.
+        let world = unsafe { self.world() };
+        let slot = world.resources.slot(world.components.id::<R>()?)?;
+        // SAFETY: the slot holds an `R`, and its `changed` tick is written only by a holder of
+        // `&mut R`; the caller guarantees there is none for `'w`.
+        unsafe {
+            Some(Ref::new(
+                &*slot.value.get().cast::<R>(),
+                slot.added,
+                *slot.changed.get(),
+                run,
+            ))
+        }
+    }
+
+    /// The resource of type `R`, exclusively, as a [`Mut`] that stamps it changed at `run`'s
+    /// tick when written.
+    ///
+    /// # Safety
+    /// As [`get_resource_mut`](Self::get_resource_mut).
+    pub unsafe fn get_resource_mut_ticked<R: Component>(self, run: RunTicks) -> Option<Mut<'w, R>> {
+        debug_assert!(
+            self.allows_mutation(),
+            "get_resource_mut_ticked on a read-only UnsafeWorldCell"
+        );
+        // SAFETY: only the registry and the slot list (structure) are read here.
+        let world = unsafe { self.world() };
+        let slot = world.resources.slot(world.components.id::<R>()?)?;
+        // SAFETY: the slot holds an `R`; the caller guarantees this is the only access to the
+        // resource for `'w`, which covers its `changed` tick (a separate `UnsafeCell`).
+        unsafe {
+            Some(Mut::new(
+                &mut *slot.value.get().cast::<R>(),
+                slot.added,
+                &mut *slot.changed.get(),
+                Tick::ancient(run.this_run),
+                run,
+            ))
+        }
     }
 }
 
@@ -320,6 +443,79 @@ mod tests {
             "{message}"
         );
         assert_eq!(world.resource::<Score>(), Ok(&Score(11)));
+    }
+
+    /// Whether resource `R` reads as (added, changed) to an observer whose last run is
+    /// `last`, which this call advances, as a system run would.
+    fn seen<R: Component>(world: &World, last: &mut crate::LastRun) -> (bool, bool) {
+        let run = world.start_run(last);
+        // SAFETY: nothing writes the resource while the shared `Ref` lives.
+        let value = unsafe { UnsafeWorldCell::new_readonly(world).get_resource_ref::<R>(run) }.unwrap();
+        (value.is_added(), value.is_changed())
+    }
+
+    #[test]
+    fn resources_carry_added_and_changed_ticks() {
+        struct Score(u32);
+        let mut world = World::new();
+        let mut last = crate::LastRun::NEVER;
+        world.insert_resource(Score(0));
+        assert_eq!(seen::<Score>(&world, &mut last), (true, true));
+        assert_eq!(seen::<Score>(&world, &mut last), (false, false));
+        // Shared access changes nothing; `resource_mut` counts as a change.
+        let _ = world.resource::<Score>().unwrap().0;
+        assert_eq!(seen::<Score>(&world, &mut last), (false, false));
+        world.resource_mut::<Score>().unwrap().0 = 1;
+        assert_eq!(seen::<Score>(&world, &mut last), (false, true));
+        // A replacement is a change, not an addition.
+        world.insert_resource(Score(2));
+        assert_eq!(seen::<Score>(&world, &mut last), (false, true));
+        // A `Mut` from the cell marks the change only when written through, with the tick
+        // of the writer's run.
+        let mut writer = crate::LastRun::NEVER;
+        {
+            let run = world.start_run(&mut writer);
+            let cell = UnsafeWorldCell::new_mutable(&mut world);
+            // SAFETY: the only access to `Score` while the `Mut` lives.
+            let mut score = unsafe { cell.get_resource_mut_ticked::<Score>(run) }.unwrap();
+            let _ = score.0;
+            score.bypass_change_detection().0 = 3;
+        }
+        assert_eq!(seen::<Score>(&world, &mut last), (false, false));
+        {
+            let run = world.start_run(&mut writer);
+            let cell = UnsafeWorldCell::new_mutable(&mut world);
+            // SAFETY: as above.
+            let mut score = unsafe { cell.get_resource_mut_ticked::<Score>(run) }.unwrap();
+            score.0 = 4;
+        }
+        assert_eq!(seen::<Score>(&world, &mut last), (false, true));
+        // `resource_scope` keeps the added tick and counts as a change.
+        world.resource_scope(|_, score: &mut Score| score.0 = 5).unwrap();
+        assert_eq!(seen::<Score>(&world, &mut last), (false, true));
+        // Removed and inserted again: added anew.
+        world.remove_resource::<Score>().unwrap();
+        world.insert_resource(Score(6));
+        assert_eq!(seen::<Score>(&world, &mut last), (true, true));
+    }
+
+    #[test]
+    fn old_resource_ticks_never_read_as_new_after_the_clock_wraps() {
+        struct Score;
+        let mut world = World::new();
+        world.insert_resource(Score);
+        let mut last = crate::LastRun::NEVER;
+        assert_eq!(seen::<Score>(&world, &mut last), (true, true));
+        // Round the clock until it is just past the insert's tick again, checking ticks
+        // as a scheduler does; the observer never runs meanwhile (its `LastRun` is 64-bit).
+        let mut remaining = u64::from(u32::MAX) + 10;
+        while remaining > 0 {
+            let step = remaining.min(u64::from(crate::CHECK_TICK_THRESHOLD)) as u32;
+            world.advance_change_tick_for_tests(step);
+            world.check_change_ticks();
+            remaining -= u64::from(step);
+        }
+        assert_eq!(seen::<Score>(&world, &mut last), (false, false));
     }
 
     #[test]

@@ -592,6 +592,7 @@ impl World {
         for archetype in self.archetypes.archetypes.all_mut() {
             archetype.table.check_change_ticks(now);
         }
+        self.resources.check_change_ticks(now);
         self.last_change_tick.clamp_age(now);
         // The clock counts runs from 1 and never nears `u64::MAX`; saturating all the same.
         self.next_check_tick = clock.saturating_add(u64::from(CHECK_TICK_THRESHOLD));

@@ -1041,3 +1041,52 @@ fn only_schedules_that_update_events_age_them() {
     // Aged once per frame: every event is read, and the last frame's two are still stored.
     assert_eq!(frames(false), (8, 2));
 }
+
+#[test]
+fn resource_change_detection_across_systems() {
+    #[derive(Default)]
+    struct Score(u32);
+    #[derive(Default)]
+    struct Seen(Vec<(bool, bool)>);
+    #[derive(Default)]
+    struct Step(u32);
+    // Writes on even steps only; peeks (no write) on odd ones.
+    fn scorer(mut score: ResMut<Score>, mut step: ResMut<Step>) {
+        step.0 += 1;
+        if step.0.is_multiple_of(2) {
+            score.0 += 1;
+        } else {
+            let _peek = score.0;
+            score.bypass_change_detection();
+        }
+    }
+    fn watcher(score: Res<Score>, mut seen: ResMut<Seen>) {
+        seen.0.push((score.is_added(), score.is_changed()));
+    }
+    for executor in both_executors() {
+        let mut world = World::new();
+        world.init_resource::<Score>();
+        world.init_resource::<Seen>();
+        world.init_resource::<Step>();
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        schedule.add_systems((scorer, watcher).chain());
+        for _ in 0..4 {
+            schedule.run(&mut world);
+        }
+        // Between runs, from outside: `resource_mut` counts as a change.
+        world.resource_mut::<Score>().unwrap();
+        schedule.run(&mut world);
+        assert_eq!(
+            world.resource::<Seen>().unwrap().0,
+            [
+                (true, true),
+                (false, true),
+                (false, false),
+                (false, true),
+                (false, true)
+            ],
+            "{executor:?}"
+        );
+    }
+}

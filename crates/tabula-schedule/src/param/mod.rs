@@ -12,7 +12,8 @@ use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
-    Access, CommandError, Component, Entity, LastRun, QueryError, QueryState, UnsafeWorldCell, World,
+    Access, CommandError, Component, Entity, LastRun, Mut, QueryError, QueryState, Ref, UnsafeWorldCell,
+    World,
 };
 
 use crate::access::SystemAccess;
@@ -403,49 +404,105 @@ fn resource_access(
     access
 }
 
-/// Shared access to resource `R`.
+/// Shared access to resource `R`, with its change information: whether it was inserted or
+/// changed since the system's last run.
+///
+/// ```
+/// use tabula_schedule::prelude::*;
+/// use tabula_core::World;
+///
+/// #[derive(Default)]
+/// struct Score(u32);
+/// #[derive(Default)]
+/// struct HudRedraws(u32);
+///
+/// fn hud(score: Res<Score>, mut redraws: ResMut<HudRedraws>) {
+///     if score.is_changed() {
+///         redraws.0 += 1;
+///     }
+/// }
+///
+/// let mut world = World::new();
+/// world.init_resource::<Score>();
+/// world.init_resource::<HudRedraws>();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(hud);
+/// schedule.run(&mut world); // first run: everything is new
+/// schedule.run(&mut world); // unchanged
+/// world.resource_mut::<Score>().unwrap().0 += 10;
+/// schedule.run(&mut world); // changed
+/// assert_eq!(world.resource::<HudRedraws>().unwrap().0, 2);
+/// ```
 pub struct Res<'w, R: Component> {
-    value: &'w R,
+    value: Ref<'w, R>,
 }
 
 impl<R: Component> Deref for Res<'_, R> {
     type Target = R;
 
     fn deref(&self) -> &R {
-        self.value
+        &self.value
     }
 }
 
 impl<'w, R: Component> Res<'w, R> {
+    /// True when the resource was inserted since the system's last run.
+    pub fn is_added(&self) -> bool {
+        self.value.is_added()
+    }
+
+    /// True when the resource was inserted, replaced or accessed mutably since the system's
+    /// last run.
+    pub fn is_changed(&self) -> bool {
+        self.value.is_changed()
+    }
+
     /// The plain reference, for the whole run.
     pub fn into_inner(self) -> &'w R {
-        self.value
+        self.value.into_inner()
     }
 }
 
-/// Exclusive access to resource `R`.
+/// Exclusive access to resource `R`. Writing through it (any `&mut` access) marks the
+/// resource changed, as [`Mut`](tabula_core::Mut) does for components.
 pub struct ResMut<'w, R: Component> {
-    value: &'w mut R,
+    value: Mut<'w, R>,
 }
 
 impl<R: Component> Deref for ResMut<'_, R> {
     type Target = R;
 
     fn deref(&self) -> &R {
-        self.value
+        &self.value
     }
 }
 
 impl<R: Component> DerefMut for ResMut<'_, R> {
     fn deref_mut(&mut self) -> &mut R {
-        self.value
+        &mut self.value
     }
 }
 
 impl<'w, R: Component> ResMut<'w, R> {
-    /// The plain reference, for the whole run.
+    /// True when the resource was inserted since the system's last run.
+    pub fn is_added(&self) -> bool {
+        self.value.is_added()
+    }
+
+    /// True when the resource was inserted, replaced or accessed mutably since the system's
+    /// last run (by another system, or by this one in this run).
+    pub fn is_changed(&self) -> bool {
+        self.value.is_changed()
+    }
+
+    /// The value, without marking it changed.
+    pub fn bypass_change_detection(&mut self) -> &mut R {
+        self.value.bypass_change_detection()
+    }
+
+    /// The plain reference, for the whole run (the resource counts as changed).
     pub fn into_inner(self) -> &'w mut R {
-        self.value
+        self.value.into_inner()
     }
 }
 
@@ -465,10 +522,10 @@ macro_rules! resource_param {
                 _: &'s mut (),
                 meta: &SystemMeta,
                 world: UnsafeWorldCell<'w>,
-                _: RunTicks,
+                ticks: RunTicks,
             ) -> Self::Item<'w, 's> {
                 // SAFETY: the system holds the declared access to `R`.
-                match unsafe { world.$fetch::<R>() } {
+                match unsafe { world.$fetch::<R>(ticks) } {
                     Some($value) => $make,
                     None => missing_resource::<R>(meta),
                 }
@@ -489,22 +546,22 @@ macro_rules! resource_param {
                 _: &'s mut (),
                 _: &SystemMeta,
                 world: UnsafeWorldCell<'w>,
-                _: RunTicks,
+                ticks: RunTicks,
             ) -> Self::Item<'w, 's> {
                 // SAFETY: the system holds the declared access to `R`.
-                unsafe { world.$fetch::<R>() }.map(|$opt| $make_opt)
+                unsafe { world.$fetch::<R>(ticks) }.map(|$opt| $make_opt)
             }
         }
     };
 }
 
-resource_param!(Res, false, get_resource, |value| Res { value }, |value| Res {
+resource_param!(Res, false, get_resource_ref, |value| Res { value }, |value| Res {
     value
 });
 resource_param!(
     ResMut,
     true,
-    get_resource_mut,
+    get_resource_mut_ticked,
     |value| ResMut { value },
     |value| ResMut { value }
 );
