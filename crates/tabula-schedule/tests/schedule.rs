@@ -1090,3 +1090,38 @@ fn resource_change_detection_across_systems() {
         );
     }
 }
+
+#[test]
+fn read_only_get_many_returns_every_item_or_the_first_error() {
+    #[derive(Default)]
+    struct Out(Vec<Result<[f32; 3], String>>);
+    #[derive(Default)]
+    struct Targets(Vec<[Entity; 3]>);
+    fn look(points: Query<&Position>, targets: Res<Targets>, mut out: ResMut<Out>) {
+        for &three in &targets.0 {
+            let got = points.get_many(three);
+            out.0
+                .push(got.map(|items| items.map(|p| p.0)).map_err(|e| e.to_string()));
+        }
+    }
+    let mut world = World::new();
+    let a = world.spawn((Position(1.0),));
+    let b = world.spawn((Position(2.0),));
+    let no_position = world.spawn((Velocity(0.0),));
+    let gone = world.spawn((Position(9.0),));
+    world.despawn(gone).unwrap();
+    world.insert_resource(Targets(vec![[a, b, a], [a, no_position, gone], [gone, a, b]]));
+    world.init_resource::<Out>();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(look);
+    schedule.run(&mut world);
+    let out = &world.resource::<Out>().unwrap().0;
+    assert_eq!(out[0], Ok([1.0, 2.0, 1.0]), "repeats are fine when shared");
+    let no_match = out[1].as_ref().unwrap_err();
+    assert!(
+        no_match.contains(&format!("{no_position:?}")),
+        "the first error: {no_match}"
+    );
+    let missing = out[2].as_ref().unwrap_err();
+    assert!(missing.contains(&format!("{gone:?}")), "{missing}");
+}

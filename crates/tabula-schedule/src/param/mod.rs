@@ -294,6 +294,46 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.get_unchecked(self.world, entity, self.ticks) }
     }
 
+    /// The items of several entities, shared (they may repeat); the first error if any of
+    /// them does not match.
+    ///
+    /// ```
+    /// use tabula_schedule::prelude::*;
+    /// use tabula_core::{Entity, World};
+    ///
+    /// struct Pos(f32);
+    /// struct Link(Entity, Entity);
+    /// #[derive(Default)]
+    /// struct Lengths(Vec<f32>);
+    ///
+    /// fn measure(links: Query<&Link>, points: Query<&Pos>, mut out: ResMut<Lengths>) {
+    ///     for link in &links {
+    ///         let [a, b] = points.get_many([link.0, link.1]).unwrap();
+    ///         out.0.push((a.0 - b.0).abs());
+    ///     }
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Lengths>();
+    /// let a = world.spawn((Pos(1.0),));
+    /// let b = world.spawn((Pos(4.0),));
+    /// world.spawn((Link(a, b),));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(measure);
+    /// schedule.run(&mut world);
+    /// assert_eq!(world.resource::<Lengths>().unwrap().0, [3.0]);
+    /// ```
+    pub fn get_many<const N: usize>(&self, entities: [Entity; N]) -> Result<[D::Item<'w>; N], QueryError>
+    where
+        D: ReadOnlyQueryData,
+    {
+        let items = entities.map(|entity| self.get(entity));
+        if let Some(error) = items.iter().find_map(|item| item.as_ref().err()) {
+            return Err(*error);
+        }
+        Ok(items.map(|item| item.unwrap_or_else(|_| unreachable!("every item was checked above"))))
+    }
+
     /// The items of several distinct entities, mutably.
     pub fn get_many_mut<const N: usize>(
         &mut self,
