@@ -72,7 +72,7 @@ impl<'w, 's> Commands<'w, 's> {
                 entity_error("spawn", entity, error)
             })
         }));
-        EntityCommands::new(entity, self.queue)
+        EntityCommands::new(entity, self.queue, self.entities)
     }
 
     /// Spawns an entity with no components. The id is reserved now; reservations become
@@ -80,13 +80,13 @@ impl<'w, 's> Commands<'w, 's> {
     /// no command needs to be recorded for it.
     pub fn spawn_empty(&mut self) -> EntityCommands<'_> {
         let entity = self.entities.reserve_entity();
-        EntityCommands::new(entity, self.queue)
+        EntityCommands::new(entity, self.queue, self.entities)
     }
 
     /// Records commands for an existing (or reserved) entity. Whether it is alive is checked
     /// when each command is applied.
     pub fn entity(&mut self, entity: Entity) -> EntityCommands<'_> {
-        EntityCommands::new(entity, self.queue)
+        EntityCommands::new(entity, self.queue, self.entities)
     }
 
     /// Adds (or replaces) the components of `bundle` on `entity`.
@@ -174,11 +174,16 @@ fn release_reservation(world: &mut World, entity: Entity) {
 pub struct EntityCommands<'a> {
     entity: Entity,
     queue: &'a mut CommandQueue,
+    entities: &'a Entities,
 }
 
 impl<'a> EntityCommands<'a> {
-    fn new(entity: Entity, queue: &'a mut CommandQueue) -> Self {
-        Self { entity, queue }
+    fn new(entity: Entity, queue: &'a mut CommandQueue, entities: &'a Entities) -> Self {
+        Self {
+            entity,
+            queue,
+            entities,
+        }
     }
 
     /// The entity the commands are for.
@@ -272,10 +277,84 @@ impl<'a> EntityCommands<'a> {
         self
     }
 
+    /// Spawns children of the entity: `build` gets a [`ChildBuilder`] whose `spawn` records
+    /// a spawn and a [`set_parent`](Self::set_parent) to this entity. Their ids are
+    /// reserved at once, as for [`Commands::spawn`].
+    ///
+    /// ```
+    /// use tabula_core::{Commands, CommandQueue, World};
+    ///
+    /// struct Ship;
+    /// struct Turret(u8);
+    ///
+    /// let mut world = World::new();
+    /// let mut queue = CommandQueue::new();
+    /// let mut commands = Commands::new(&mut queue, &world);
+    /// let mut turrets = Vec::new();
+    /// let ship = commands
+    ///     .spawn((Ship,))
+    ///     .with_children(|ship| {
+    ///         turrets.push(ship.spawn((Turret(1),)).id());
+    ///         turrets.push(ship.spawn((Turret(2),)).id());
+    ///     })
+    ///     .id();
+    /// assert!(queue.apply(&mut world).is_empty());
+    /// assert_eq!(world.children(ship)?, turrets.as_slice());
+    /// # Ok::<(), tabula_core::EntityError>(())
+    /// ```
+    pub fn with_children(&mut self, build: impl FnOnce(&mut ChildBuilder<'_, '_>)) -> &mut Self {
+        let mut builder = ChildBuilder {
+            parent: self.entity,
+            commands: Commands {
+                queue: self.queue,
+                entities: self.entities,
+            },
+        };
+        build(&mut builder);
+        self
+    }
+
     /// Records any command, e.g. a closure taking `&mut World`.
     pub fn add<C: Command>(&mut self, command: C) -> &mut Self {
         self.queue.push(command);
         self
+    }
+}
+
+/// Spawns children of one entity; see [`EntityCommands::with_children`].
+pub struct ChildBuilder<'w, 's> {
+    parent: Entity,
+    commands: Commands<'w, 's>,
+}
+
+impl<'w> ChildBuilder<'w, '_> {
+    /// Spawns a child with `bundle` (a spawn, then `set_parent` to the parent).
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
+        let parent = self.parent;
+        let mut child = self.commands.spawn(bundle);
+        child.set_parent(parent);
+        child
+    }
+
+    /// The entity whose children are being spawned.
+    pub fn parent_entity(&self) -> Entity {
+        self.parent
+    }
+
+    /// The commands, for anything other than spawning children.
+    pub fn commands(&mut self) -> Commands<'w, '_> {
+        Commands {
+            queue: self.commands.queue,
+            entities: self.commands.entities,
+        }
+    }
+}
+
+impl std::fmt::Debug for ChildBuilder<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildBuilder")
+            .field("parent", &self.parent)
+            .finish_non_exhaustive()
     }
 }
 

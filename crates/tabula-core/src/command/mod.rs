@@ -38,7 +38,7 @@ use crate::hierarchy::HierarchyError;
 use crate::resource::ResourceError;
 use crate::world::World;
 
-pub use commands::{Commands, EntityCommands};
+pub use commands::{ChildBuilder, Commands, EntityCommands};
 pub use queue::CommandQueue;
 
 /// A deferred change to the world, recorded now and applied at the next sync point.

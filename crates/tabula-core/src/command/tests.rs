@@ -404,3 +404,33 @@ fn a_refused_spawn_leaves_no_empty_entity_behind() {
     assert_eq!(world.get::<u8>(fine), Ok(&3));
     assert_eq!(world.len(), before + 1);
 }
+
+#[test]
+fn with_children_spawns_nested_children_in_order() {
+    let mut world = World::new();
+    let mut queue = CommandQueue::new();
+    let mut commands = Commands::new(&mut queue, &world);
+    let mut ids = Vec::new();
+    let root = commands.spawn((0u32,)).id();
+    commands.entity(root).with_children(|builder| {
+        assert_eq!(builder.parent_entity(), root);
+        ids.push(builder.spawn((1u32,)).id());
+        let inner = builder
+            .spawn((2u32,))
+            .with_children(|inner| {
+                ids.push(inner.spawn((3u32,)).id());
+            })
+            .id();
+        ids.push(inner);
+        // Other commands from inside the builder.
+        builder.commands().insert_resource(7u8);
+    });
+    assert!(queue.apply(&mut world).is_empty());
+    let [first, grandchild, inner] = ids[..] else {
+        panic!("three ids: {ids:?}")
+    };
+    assert_eq!(world.children(root).unwrap(), &[first, inner]);
+    assert_eq!(world.children(inner).unwrap(), &[grandchild]);
+    assert_eq!(world.get::<u32>(grandchild), Ok(&3));
+    assert_eq!(world.resource::<u8>(), Ok(&7));
+}
