@@ -7,7 +7,7 @@
 use super::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, BundleInfo, Bundles, LastBundle};
 use crate::component::Components;
-use crate::storage::{NO_COLUMN, move_target};
+use crate::storage::NO_COLUMN;
 
 /// A dense index naming one bundle type inside one world.
 pub(crate) type BundleId = usize;
@@ -69,8 +69,8 @@ fn store(slots: &mut Vec<u32>, bundle: BundleId, edge: usize) {
 /// Moving an entity that gains a bundle.
 pub(crate) struct InsertEdge {
     pub(crate) target: ArchetypeId,
-    /// Source column `i` moves to the target column `move_map[i]` names (a
-    /// [`move_target`](crate::storage::move_target)).
+    /// Source column `i` moves to the target column `move_map[i]` names (see
+    /// [`Table::move_entry`](crate::storage::Table::move_entry)).
     pub(crate) move_map: Box<[u32]>,
     /// Bundle field `i` is written to target column `bundle_columns[i]`.
     pub(crate) bundle_columns: Box<[u32]>,
@@ -84,8 +84,8 @@ pub(crate) struct InsertEdge {
 /// no fields; otherwise the target lacks the bundle's components, which the source has.
 pub(crate) struct RemoveEdge {
     pub(crate) target: ArchetypeId,
-    /// Source column `i` moves to the target column `move_map[i]` names (a
-    /// [`move_target`](crate::storage::move_target)), or is removed (`NO_COLUMN`).
+    /// Source column `i` moves to the target column `move_map[i]` names (see
+    /// [`Table::move_entry`](crate::storage::Table::move_entry)), or is removed.
     pub(crate) move_map: Box<[u32]>,
     /// Bundle field `i` is read from source column `bundle_columns[i]`.
     pub(crate) bundle_columns: Box<[u32]>,
@@ -97,7 +97,8 @@ pub(crate) struct RemoveEdge {
 fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
     from.component_ids()
         .iter()
-        .map(|&c| to.column_of(c).map_or(NO_COLUMN, move_target))
+        .enumerate()
+        .map(|(column, &c)| from.table.move_entry(column, to.column_of(c)))
         .collect()
 }
 

@@ -116,9 +116,9 @@ unsafe fn swap_any(a: *mut u8, b: *mut u8, size: usize) {
     unsafe { ptr::swap_nonoverlapping(a, b, size) }
 }
 
-/// The value copies of [`Column::move_out`] and [`Column::refill`] for a value of `SIZE`
-/// bytes in `data`: row `row` to the slot `dst` names (if any), then row `last` to row `row`. With the size a constant,
-/// the row offsets fold into the addressing.
+/// The value copies of a row move for a value of `SIZE` bytes in `data`: row `row` to the
+/// slot `dst` names (if any), then row `last` to row `row`. With the size a constant, the row
+/// offsets fold into the addressing.
 ///
 /// # Safety
 /// `row` and `last` are in-bounds rows of `data` (possibly the same); `dst`, if given, is a
@@ -140,15 +140,17 @@ unsafe fn move_value<const SIZE: usize>(
     }
 }
 
-/// [`move_value`] for the sizes without their own arm. The offsets are computed before the
-/// size is looked at again: with a constant size per arm, the compiler hoisted every arm's
-/// offsets out of `Table::move_row`'s loop, and spilled them (callgrind).
+/// [`move_value`] for the larger sizes with an inline copy: 12, 16, 24 or 32 bytes, `size`.
+/// The offsets are computed from the run-time size before it is looked at again: with a
+/// constant size per arm, the compiler hoisted every arm's offsets out of `Table::move_row`'s
+/// loop, and spilled them (callgrind).
 ///
 /// # Safety
-/// As for `move_value`, with `size` for `SIZE`.
+/// As for `move_value`, with `size` (12, 16, 24 or 32) for `SIZE`.
 #[inline(always)]
-unsafe fn move_sized(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
-    // SAFETY: the caller's contract; every arm copies exactly `size` bytes.
+unsafe fn move_larger(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
+    debug_assert!(matches!(size, 12 | 16 | 24 | 32));
+    // SAFETY: the caller's contract; `ptr::copy` allows `row == last`.
     unsafe {
         let at = data.add(row * size);
         let from = data.add(last * size);
@@ -156,12 +158,13 @@ unsafe fn move_sized(data: *mut u8, size: usize, row: usize, last: usize, dst: O
         match size {
             12 => copy_both::<12>(at, from, dst),
             16 => copy_both::<16>(at, from, dst),
-            _ => move_any(at, from, dst, size),
+            24 => copy_both::<24>(at, from, dst),
+            _ => copy_both::<32>(at, from, dst),
         }
     }
 }
 
-/// The copies of [`move_sized`] for a constant size.
+/// The copies of [`move_larger`] for a constant size.
 ///
 /// # Safety
 /// `at` and `from` are slots of one array (possibly the same), `dst` a slot of another, each
@@ -177,19 +180,21 @@ unsafe fn copy_both<const SIZE: usize>(at: *mut u8, from: *const u8, dst: Option
     }
 }
 
-/// [`move_sized`] for other sizes: `memcpy` calls, out of line as [`swap_any`].
+/// [`move_value`] for a size known only at run time: `memcpy` calls, for the general path
+/// of a move ([`Column::move_out`], [`Column::refill`]), out of line as [`swap_any`].
 ///
 /// # Safety
-/// As for `copy_both`, with `size` for `SIZE`.
+/// As for `move_value`, with `size` for `SIZE`.
 #[cold]
 #[inline(never)]
-unsafe fn move_any(at: *mut u8, from: *const u8, dst: Option<*mut u8>, size: usize) {
-    // SAFETY: the caller's contract.
+unsafe fn move_any(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
+    // SAFETY: the caller's contract; `ptr::copy` allows `row == last`.
     unsafe {
-        if let Some(dst) = dst {
-            ptr::copy_nonoverlapping(at, dst, size);
+        let at = data.add(row * size);
+        if let Some((dst, dst_row)) = dst {
+            ptr::copy_nonoverlapping(at, dst.add(dst_row * size), size);
         }
-        ptr::copy(from, at, size);
+        ptr::copy(data.add(last * size), at, size);
     }
 }
 
@@ -351,6 +356,106 @@ impl Column {
         }
     }
 
+    /// Whether [`try_move_out`](Self::try_move_out) and
+    /// [`refill_inline`](Self::refill_inline) can move this column's values: sizes of 0, 4,
+    /// 8, 12, 16, 24 and 32 bytes, which cover most components, are copied inline; others
+    /// take `move_out` and `refill`, which call `memcpy`.
+    pub(crate) fn has_inline_move(&self) -> bool {
+        matches!(self.item.size(), 0 | 4 | 8 | 12 | 16 | 24 | 32)
+    }
+
+    /// [`move_out`](Self::move_out) for the common case, a column with an inline move and
+    /// no changed floor on either side: then it moves the row and returns `true`. With a
+    /// floor it moves nothing and returns `false`, for the caller to move the column with
+    /// `move_out`. Nothing here calls a function.
+    ///
+    /// # Safety
+    /// As for `move_out`; and the column [`has_inline_move`](Self::has_inline_move).
+    #[inline(always)]
+    pub(crate) unsafe fn try_move_out(
+        &mut self,
+        row: usize,
+        last: usize,
+        dst: &mut Column,
+        dst_row: usize,
+    ) -> bool {
+        debug_assert_eq!(self.item, dst.item);
+        // `|`, not `||`: one branch for both floors.
+        if self.changed_floor.get_mut().is_some() | dst.changed_floor.get_mut().is_some() {
+            return false;
+        }
+        // SAFETY: the caller's contract; `dst` is another column of the same type, and
+        // neither has a floor.
+        unsafe { self.move_inline(row, last, Some((dst, dst_row))) };
+        true
+    }
+
+    /// [`refill`](Self::refill) for a column with an inline move. Nothing here calls a
+    /// function.
+    ///
+    /// # Safety
+    /// As for `refill`; and the column [`has_inline_move`](Self::has_inline_move).
+    #[inline(always)]
+    pub(crate) unsafe fn refill_inline(&mut self, row: usize, last: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.move_inline(row, last, None) }
+    }
+
+    /// The copies of [`try_move_out`](Self::try_move_out) (with a target) and
+    /// [`refill_inline`](Self::refill_inline) (without): row `row`'s value and ticks to
+    /// `dst_row` of the target, then row `last`'s to `row`.
+    ///
+    /// # Safety
+    /// The column [`has_inline_move`](Self::has_inline_move); `row <= last < capacity`; the
+    /// target, if any, is another column of the same type, neither it nor this one has a
+    /// changed floor, and its `dst_row` is in bounds and uninitialised; `row`'s value is owned
+    /// by nobody once this returns (moved to the target, or by the caller beforehand).
+    #[inline(always)]
+    unsafe fn move_inline(&mut self, row: usize, last: usize, dst: Option<(&mut Column, usize)>) {
+        debug_assert!(self.has_inline_move());
+        // Each field is read once, into a local, before the first write that follows it: the
+        // writes go through raw pointers that, for all the compiler knows, could point into
+        // the columns, so a field read after a write is read again. The target is done with
+        // before the first write, the values after the tick copies (fewer values live at
+        // once).
+        let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
+        let dst = dst.map(|(dst, dst_row)| {
+            (
+                dst.data.as_ptr(),
+                dst.added.as_ptr(),
+                dst.changed.as_ptr(),
+                dst_row,
+            )
+        });
+        // SAFETY: in-bounds tick slots (the caller's contract) of two different columns; with
+        // no floor on either side, a row's own changed tick is its effective one, and moves
+        // as it is. For `row == last` the refill copies a slot onto itself.
+        unsafe {
+            if let Some((_, dst_added, dst_changed, dst_row)) = dst {
+                dst_added.add(dst_row).write(*added.add(row));
+                dst_changed.add(dst_row).write(*changed.add(row));
+            }
+            *added.add(row) = *added.add(last);
+            *changed.add(row) = *changed.add(last);
+        }
+        let (size, data) = (self.item.size(), self.data.as_ptr());
+        let dst = dst.map(|(dst_data, _, _, dst_row)| (dst_data, dst_row));
+        // SAFETY: rows in bounds (the caller's contract); the target is another column's
+        // array, so its slot overlaps neither of this column's slots; the size is one of
+        // those `has_inline_move` accepts.
+        unsafe {
+            match size {
+                4 => move_value::<4>(data, row, last, dst),
+                8 => move_value::<8>(data, row, last, dst),
+                // Zero-sized tags are rarer than 4- and 8-byte values: marked cold, they are
+                // tested after those, not first (callgrind: 2 instructions fewer per insert or
+                // remove).
+                0 => std::hint::cold_path(),
+                _ => move_larger(data, size, row, last, dst),
+            }
+        }
+    }
+
     /// Moves the value and ticks of `row` into slot `dst_row` of `dst`, then moves row `last`
     /// into `row`, leaving `last` logically empty. The moved-out row takes its effective
     /// changed tick along (see the floor); if that is older than `dst`'s floor, `dst` settles
@@ -359,16 +464,14 @@ impl Column {
     /// `row == last` is allowed: the refill is then a copy of the slot onto itself (`ptr::copy`
     /// of bytes, and the slot is past the end afterwards), so the loop needs no branch on it.
     ///
+    /// The general path, for the columns [`try_move_out`](Self::try_move_out) cannot take:
+    /// any value size, and changed floors.
+    ///
     /// # Safety
     /// `row <= last < capacity`, `row` initialised; `dst` stores the same component type and
     /// is not this column, `dst_row` is uninitialised and in bounds there, and is `dst`'s table
     /// length before the push (rows `0..dst_row` are live there).
-    // Always inlined into `Table::move_row`, as is `refill`: `move_row` tests the map entry
-    // once and each path has its own dispatch on the value size, with the size a constant in
-    // each arm so that the row offsets fold into the addressing. (One shared path, the target
-    // an `Option`, tested the entry twice and reloaded fields; callgrind counted 42
-    // instructions per moved 4-byte column and 24 per removed one, against 36 and 22 now.)
-    #[inline(always)]
+    #[inline]
     pub(crate) unsafe fn move_out(
         &mut self,
         row: usize,
@@ -378,18 +481,11 @@ impl Column {
         now: Tick,
     ) {
         debug_assert_eq!(self.item, dst.item);
-        // Each field is read once, into a local, before the first write that follows it: the
-        // writes go through raw pointers that, for all the compiler knows, could point into
-        // the columns, so a field read after a write is read again. `dst` is done with before
-        // the first write (reading `dst.data` later kept `dst` in a spilled register: 4
-        // instructions more per insert or remove), this column's size and values after the
-        // tick copies (fewer values live at once).
         let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
         let (dst_data, dst_added, dst_changed) =
             (dst.data.as_ptr(), dst.added.as_ptr(), dst.changed.as_ptr());
         // SAFETY: `row` is in bounds here; `&mut self` makes this the only access.
         let mut changed_tick = unsafe { *changed.add(row) };
-        // `|`, not `||`: one branch for both floors.
         if self.changed_floor.get_mut().is_some() | dst.changed_floor.get_mut().is_some() {
             // SAFETY: `row` is in bounds here, rows `0..dst_row` are live in `dst` (the
             // caller's contract). It rewrites ticks only, so the pointers read above stay valid.
@@ -407,28 +503,20 @@ impl Column {
         // SAFETY: rows in bounds (the caller's contract); `dst_data` is another column's array,
         // so its slot overlaps neither of this column's slots.
         unsafe {
-            match size {
-                // Zero-sized tags are rarer than 4- and 8-byte values: marked cold, they are
-                // tested after those, not first (callgrind: 2 instructions fewer per insert or
-                // remove).
-                0 => std::hint::cold_path(),
-                4 => move_value::<4>(data, row, last, Some((dst_data, dst_row))),
-                8 => move_value::<8>(data, row, last, Some((dst_data, dst_row))),
-                _ => move_sized(data, size, row, last, Some((dst_data, dst_row))),
-            }
+            move_any(data, size, row, last, Some((dst_data, dst_row)));
         }
     }
 
     /// Moves row `last` (value and ticks) into `row`, whose value the caller has moved out
     /// already, leaving `last` logically empty: [`move_out`](Self::move_out) for a column the
-    /// destination lacks. `row == last` is allowed, as there.
+    /// destination lacks. `row == last` is allowed, as there. The general path, for what
+    /// [`refill_inline`](Self::refill_inline) cannot take.
     ///
     /// # Safety
     /// `row <= last < capacity`, `last` initialised, and the value at `row` is owned by nobody
     /// (it is overwritten).
-    #[inline(always)]
+    #[inline]
     pub(crate) unsafe fn refill(&mut self, row: usize, last: usize) {
-        // Fields read once, and the value fields after the tick copies, as in `move_out`.
         let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
         // SAFETY: in-bounds rows of this column's arrays (the caller's contract); for
         // `row == last` the same slot.
@@ -439,13 +527,7 @@ impl Column {
         let (size, data) = (self.item.size(), self.data.as_ptr());
         // SAFETY: as above.
         unsafe {
-            match size {
-                // As in `move_out`.
-                0 => std::hint::cold_path(),
-                4 => move_value::<4>(data, row, last, None),
-                8 => move_value::<8>(data, row, last, None),
-                _ => move_sized(data, size, row, last, None),
-            }
+            move_any(data, size, row, last, None);
         }
     }
 

@@ -12,4 +12,4 @@ mod table;
 
 pub(crate) use column::Column;
 pub(crate) use drop_each::drop_each;
-pub(crate) use table::{NO_COLUMN, TYPED_SLOTS, Table, move_target};
+pub(crate) use table::{NO_COLUMN, TYPED_SLOTS, Table};

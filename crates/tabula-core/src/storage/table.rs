@@ -10,22 +10,35 @@ use crate::entity::Entity;
 use super::column::ColumnOffsets;
 use super::{Column, drop_each};
 
-/// Marks a column with no counterpart in a move's destination table.
+/// Marks a column with no counterpart in a move's destination table (in a move map entry,
+/// with the [`GENERAL_MOVE`] bit cleared unless it applies).
 pub(crate) const NO_COLUMN: u32 = u32::MAX;
 // `move_row` recognises `NO_COLUMN` by its sign bit alone.
 const _: () = assert!((NO_COLUMN as i32) < 0);
 
-/// The entry of a move map (see [`Table::move_row`]) naming destination column `index`: the
-/// column's byte offset in its table's column array, so that the move loop adds it to the
-/// array's address instead of multiplying (callgrind: one instruction fewer per moved
-/// column). Below `2^31` for every column (table invariant).
-pub(crate) fn move_target(index: usize) -> u32 {
+/// The flag of a move map entry (see [`Table::move_entry`]) whose column's values take the
+/// general path of a move, out of line: a value size without an inline copy (see
+/// [`Column::has_inline_move`]). Telling it by the map, which is built once per edge, costs
+/// the move loop one bit test instead of a look at the size. A [`move_target`] is a multiple
+/// of the (even) size of a `Column`, so its low bit is free.
+const GENERAL_MOVE: u32 = 1;
+const _: () = assert!(size_of::<Column>().is_multiple_of(2));
+
+/// The entry of a move map naming destination column `index`: the column's byte offset in its
+/// table's column array, so that the move loop adds it to the array's address instead of
+/// multiplying (callgrind: one instruction fewer per moved column). Below `2^31` for every
+/// column (table invariant).
+fn move_target(index: usize) -> u32 {
     u32::try_from(index * size_of::<Column>()).expect("too many columns in one table")
 }
 
-/// The column index a move map entry other than [`NO_COLUMN`] names.
-fn target_index(target: u32) -> usize {
-    target as usize / size_of::<Column>()
+/// The destination column index a move map entry names, if any.
+fn target_index(entry: u32) -> Option<usize> {
+    if (entry as i32) < 0 {
+        None
+    } else {
+        Some((entry & !GENERAL_MOVE) as usize / size_of::<Column>())
+    }
 }
 
 /// The rows of one archetype.
@@ -112,6 +125,18 @@ impl Table {
     #[inline]
     pub(crate) fn slot_values(&self, slot: usize) -> *mut u8 {
         self.slot_values[slot]
+    }
+
+    /// The entry of a move map (see [`move_row`](Self::move_row)) for this table's column
+    /// `column`, whose values move to the destination table's column `target`, or nowhere
+    /// (`None`: the destination lacks the component).
+    pub(crate) fn move_entry(&self, column: usize, target: Option<usize>) -> u32 {
+        let entry = target.map_or(NO_COLUMN & !GENERAL_MOVE, move_target);
+        if self.columns[column].has_inline_move() {
+            entry
+        } else {
+            entry | GENERAL_MOVE
+        }
     }
 
     #[inline]
@@ -325,19 +350,20 @@ impl Table {
         });
     }
 
-    /// Moves `row` into the freshly pushed `dst_row` of `dst`: column `i` goes to the
-    /// `dst` column that `map[i]` names (see [`move_target`]). Columns mapped to [`NO_COLUMN`] must have had their value at
-    /// `row` moved out (or dropped) by the caller beforehand; it is overwritten. The last row
-    /// moves into `row`. Once the ids have moved, and before the values do, `moved` gets the
-    /// id that now fills `row`: the entity whose location the caller must update (the moved
-    /// entity itself when `row` was the last row).
+    /// Moves `row` into the freshly pushed `dst_row` of `dst`: column `i` goes to the `dst`
+    /// column that `map[i]` names (see [`move_entry`](Self::move_entry)). Columns `map` sends
+    /// nowhere must have had their value at `row` moved out (or dropped) by the caller
+    /// beforehand; it is overwritten. The last row moves into `row`. Once the ids have moved,
+    /// and before the values do, `moved` gets the id that now fills `row`: the entity whose
+    /// location the caller must update (the moved entity itself when `row` was the last row).
     ///
     /// # Safety
     /// `row < len`; `dst_row` was returned by `dst.push_uninit` and its mapped slots are not
-    /// yet initialised; `map` has one entry per column here, distinct targets, each a
-    /// [`move_target`] of a `dst` column of the same component type, or [`NO_COLUMN`]; the values at `row` of the columns mapped to
-    /// `NO_COLUMN` are no longer owned by the table. `now` is the world's current tick.
-    /// `moved` must not panic: the table is half way through the move when it runs.
+    /// yet initialised; `map` has one entry per column here, made by `move_entry` for that
+    /// column, naming distinct `dst` columns of the same component type, or none; the values
+    /// at `row` of the columns sent nowhere are no longer owned by the table. `now` is the
+    /// world's current tick. `moved` must not panic: the table is half way through the move
+    /// when it runs.
     // Always inlined, now that the column loop is lean: a call spilled most of the caller's
     // values around it (callgrind, 10k entities: 165.3 instructions per insert or remove out
     // of line, 159.3 inlined; with the world behind a pointer, 180.8 and 163.3).
@@ -369,30 +395,45 @@ impl Table {
         };
         moved(filler);
         let targets = dst.columns.as_mut_ptr();
-        let mut target = map.as_ptr();
+        let mut entry = map.as_ptr();
+        let mut columns = self.columns.iter_mut();
         // One pointer walks the map beside the columns: one register fewer than an index
-        // (callgrind: one instruction fewer per move).
-        for column in self.columns.iter_mut() {
+        // (callgrind: one instruction fewer per move). The common case of a column moves
+        // here, with no call anywhere in the loop: a call, however rare, made the compiler
+        // keep the rows and the target array on the stack across every column (callgrind,
+        // 10k entities: 150.5 → 139.5 instructions per insert or remove). The first column that
+        // needs more (a value size without an inline copy, a changed floor) hands itself and
+        // every later column to `move_rest`.
+        while let Some(column) = columns.next() {
             // SAFETY: bounds and types as the caller guarantees: `map` has an entry per column,
-            // naming distinct `dst` columns of the same type (or none, whose value at `row` was
-            // moved out); `row <= last` are live rows here.
+            // made by `move_entry`, naming distinct `dst` columns of the same type (or none,
+            // whose value at `row` was moved out); `row <= last` are live rows here. Entries
+            // without the `GENERAL_MOVE` flag belong to columns with an inline move.
             unsafe {
-                let to = *target as i32;
-                // The sign bit: `NO_COLUMN` has it, and no `move_target` does (table
-                // invariant). Tested so, the test needs no constant in a register.
-                if to < 0 {
-                    column.refill(row, last);
-                } else {
-                    column.move_out(row, last, &mut *targets.byte_add(to as usize), dst_row, now);
+                let to = *entry;
+                let moved = to & GENERAL_MOVE == 0
+                    // The sign bit: an entry sending the column nowhere has it, and no
+                    // `move_target` does (table invariant). Tested so, the test needs no
+                    // constant in a register.
+                    && if (to as i32) < 0 {
+                        column.refill_inline(row, last);
+                        true
+                    } else {
+                        column.try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
+                    };
+                if !moved {
+                    let rest = columns.into_slice();
+                    let map = std::slice::from_raw_parts(entry, rest.len() + 1);
+                    return move_rest(column, rest, row, last, dst, dst_row, map, now);
                 }
-                target = target.add(1);
+                entry = entry.add(1);
             }
         }
     }
 
     /// Moves every row to the end of `dst` in bulk, in order (row `r` lands at `start + r`,
     /// where `start` is `dst`'s old length, which is returned): column `i` goes to `dst`
-    /// column `map[i]` names, one copy per column. Columns mapped to [`NO_COLUMN`] keep their values
+    /// column `map[i]` names, one copy per column. Columns the map sends nowhere keep their values
     /// at their rows here, for the caller to read with `Bundle::take_at`; `dst` columns no
     /// source column maps to are left uninitialised at the new rows.
     ///
@@ -407,11 +448,11 @@ impl Table {
         let (n, start) = (self.len(), dst.len());
         debug_assert!(dst.capacity - start >= n, "move_all_rows without room");
         dst.entities.extend_from_slice(&self.entities);
-        for (column, &target) in self.columns.iter_mut().zip(map) {
-            if target != NO_COLUMN {
+        for (column, &entry) in self.columns.iter_mut().zip(map) {
+            if let Some(target) = target_index(entry) {
                 // SAFETY: rows `0..n` are live here; `dst` has room for them past its `start`
                 // live rows (the caller's contract), and the column has the same type.
-                unsafe { column.copy_rows_to(n, &mut dst.columns[target_index(target)], start, now) };
+                unsafe { column.copy_rows_to(n, &mut dst.columns[target], start, now) };
             }
         }
         start
@@ -454,6 +495,41 @@ impl Table {
             // `drop_each` visits each column once.
             unsafe { column.drop_rows(len) }
         });
+    }
+}
+
+/// The general half of [`Table::move_row`], from the first column its loop left: `column`,
+/// then `rest`, each moved (or refilled) along its entry of `map` with the floors applied and
+/// values of any size. Out of line, so that the loop makes no call.
+///
+/// # Safety
+/// As for `move_row`, for these columns and their entries of `map` (one each, `column`'s
+/// first); `row`'s values in the earlier columns have moved already.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn move_rest(
+    column: &mut Column,
+    rest: &mut [Column],
+    row: usize,
+    last: usize,
+    dst: &mut Table,
+    dst_row: usize,
+    map: &[u32],
+    now: Tick,
+) {
+    debug_assert_eq!(map.len(), rest.len() + 1);
+    for (column, &entry) in std::iter::once(column).chain(rest).zip(map) {
+        // SAFETY: as in `move_row`, whose contract the caller passes on.
+        unsafe {
+            match target_index(entry) {
+                None => column.refill(row, last),
+                Some(target) => {
+                    let to = dst.columns.get_unchecked_mut(target);
+                    column.move_out(row, last, to, dst_row, now);
+                }
+            }
+        }
     }
 }
 

@@ -210,10 +210,10 @@ impl World {
 ///
 /// # Safety
 /// `target != location.archetype` is an existing archetype; `location` is `entity`'s live
-/// location; `move_map` has one
-/// entry per source column, naming a target column of the same component type (all distinct)
-/// or `NO_COLUMN`. `before` must move out (or drop) the value at the given row of every
-/// source column mapped to `NO_COLUMN`, may write (only) target columns the map leaves
+/// location; `move_map` has one entry per source column, made by
+/// [`Table::move_entry`] for it, naming a target column of the same component type (all
+/// distinct) or none. `before` must move out (or drop) the value at the given row of every
+/// source column the map sends nowhere, may write (only) target columns the map leaves
 /// empty at the new row, and must not panic. The caller must fill every target column the
 /// map leaves empty that `before` did not, at the returned row, with nothing in between that
 /// can panic.

@@ -601,3 +601,72 @@ fn a_tuple_nested_in_a_bundle_is_refused_naming_it() {
     assert!(world.has::<Vel>(flat) && world.has::<()>(flat));
     assert_locations_exact(&world);
 }
+
+#[test]
+fn row_moves_keep_values_of_every_size_with_and_without_a_floor() {
+    // Value sizes a row move copies inline (0, 4, 8, 12, 16, 24 and 32 bytes) beside sizes
+    // it hands to the general path (1, 3, 20 and 40 bytes); in the second round a changed
+    // floor on the third column hands the rest of the row to the general path from there.
+    let mut world = World::new();
+    let ids: Vec<Entity> = (0..20u32)
+        .map(|i| {
+            let w = u64::from(i);
+            // Columns follow registration, so the inline sizes come first here and the
+            // general path starts mid-row.
+            world.spawn((
+                i,
+                w,
+                [i; 3],
+                u128::from(i),
+                Marker,
+                [w; 3],
+                [w; 4],
+                i as u8,
+                [i as u8; 3],
+                [i; 5],
+                [w; 5],
+            ))
+        })
+        .collect();
+    let check = |world: &World, moved: Option<Vel>| {
+        for (i, &e) in ids.iter().enumerate() {
+            let (i, w) = (i as u32, i as u64);
+            assert_eq!(world.get::<u8>(e), Ok(&(i as u8)));
+            assert_eq!(world.get::<[u8; 3]>(e), Ok(&[i as u8; 3]));
+            assert_eq!(world.get::<u32>(e), Ok(&i));
+            assert_eq!(world.get::<u64>(e), Ok(&w));
+            assert_eq!(world.get::<[u32; 3]>(e), Ok(&[i; 3]));
+            assert_eq!(world.get::<u128>(e), Ok(&u128::from(i)));
+            assert_eq!(world.get::<[u32; 5]>(e), Ok(&[i; 5]));
+            assert_eq!(world.get::<[u64; 3]>(e), Ok(&[w; 3]));
+            assert_eq!(world.get::<[u64; 4]>(e), Ok(&[w; 4]));
+            assert_eq!(world.get::<[u64; 5]>(e), Ok(&[w; 5]));
+            assert!(world.has::<Marker>(e));
+            let vel = moved.filter(|_| i % 3 == 0);
+            assert_eq!(world.get::<Vel>(e).ok(), vel.as_ref());
+        }
+        assert_locations_exact(world);
+    };
+    let mut floor = world.query::<&mut [u32; 3]>();
+    let mut changed = world.query_filtered::<Entity, crate::Changed<[u32; 3]>>();
+    for round in 0..2 {
+        if round == 1 {
+            changed.iter(&world).for_each(drop);
+            // A whole-column pass: every row of the column changed, recorded as its floor.
+            floor.for_each_chunk(&mut world, |chunk| chunk.iter_mut().for_each(|v| v[0] += 0));
+        }
+        let vel = Vel(round as f32, 1.0);
+        for &e in ids.iter().step_by(3) {
+            world.insert(e, (vel,)).unwrap();
+        }
+        check(&world, Some(vel));
+        for &e in ids.iter().step_by(3) {
+            assert_eq!(world.remove::<(Vel,)>(e), Ok((vel,)));
+        }
+        check(&world, None);
+        if round == 1 {
+            // The floor's tick travelled with every moved row.
+            assert_eq!(changed.iter(&world).count(), ids.len());
+        }
+    }
+}
