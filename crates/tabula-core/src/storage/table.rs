@@ -10,34 +10,57 @@ use crate::entity::Entity;
 use super::column::ColumnOffsets;
 use super::{Column, drop_each};
 
-/// Marks a column with no counterpart in a move's destination table (in a move map entry,
-/// with the [`GENERAL_MOVE`] bit cleared unless it applies).
+/// Marks a column with no counterpart in a move's destination table.
 pub(crate) const NO_COLUMN: u32 = u32::MAX;
-// `move_row` recognises `NO_COLUMN` by its sign bit alone.
-const _: () = assert!((NO_COLUMN as i32) < 0);
 
-/// The flag of a move map entry (see [`Table::move_entry`]) whose column's values take the
-/// general path of a move, out of line: a value size without an inline copy (see
-/// [`Column::has_inline_move`]). Telling it by the map, which is built once per edge, costs
-/// the move loop one bit test instead of a look at the size. A [`move_target`] is a multiple
-/// of the (even) size of a `Column`, so its low bit is free.
+/// A move map entry (see [`Table::move_entry`]) is one `u32` that the move loop tests as
+/// little as it can:
+///
+/// * the common case, a column with an inline move (see [`Column::has_inline_move`]) to a
+///   destination column, is that column's [`move_target`], whose sign bit is clear;
+/// * every other entry has the sign bit set, and [`GENERAL_MOVE`] tells whether the column's
+///   values take the general path, out of line (a value size without an inline copy). A
+///   column with an inline move and no destination is [`INLINE_REFILL`]; one with the general
+///   move is `SIGN | GENERAL_MOVE | target`, with [`NO_COLUMN`] for no destination (a
+///   `move_target` has neither of those two bits set, and no `move_target` has all the
+///   bits in between set either: the columns take fewer than `2^31` bytes).
+///
+/// So a moved column costs one test of the sign, and a removed one a second test.
+const SIGN: u32 = 1 << 31;
+/// See [`SIGN`]. A [`move_target`] is a multiple of the (even) size of a `Column`, so its
+/// low bit is free.
 const GENERAL_MOVE: u32 = 1;
 const _: () = assert!(size_of::<Column>().is_multiple_of(2));
+/// See [`SIGN`].
+const INLINE_REFILL: u32 = NO_COLUMN & !GENERAL_MOVE;
 
 /// The entry of a move map naming destination column `index`: the column's byte offset in its
 /// table's column array, so that the move loop adds it to the array's address instead of
-/// multiplying (callgrind: one instruction fewer per moved column). Below `2^31` for every
-/// column (table invariant).
+/// multiplying (callgrind: one instruction fewer per moved column). Below `2^31 - 1` for
+/// every column (table invariant).
 fn move_target(index: usize) -> u32 {
     u32::try_from(index * size_of::<Column>()).expect("too many columns in one table")
 }
 
+/// The move map entry (see [`SIGN`]) of a column whose values move inline or not, to
+/// destination column `target` or nowhere.
+fn encode_entry(inline: bool, target: Option<usize>) -> u32 {
+    match (inline, target) {
+        (true, Some(target)) => move_target(target),
+        (true, None) => INLINE_REFILL,
+        (false, Some(target)) => SIGN | GENERAL_MOVE | move_target(target),
+        (false, None) => NO_COLUMN,
+    }
+}
+
 /// The destination column index a move map entry names, if any.
 fn target_index(entry: u32) -> Option<usize> {
-    if (entry as i32) < 0 {
+    if entry & SIGN == 0 {
+        Some(entry as usize / size_of::<Column>())
+    } else if entry == INLINE_REFILL || entry == NO_COLUMN {
         None
     } else {
-        Some((entry & !GENERAL_MOVE) as usize / size_of::<Column>())
+        Some((entry & !(SIGN | GENERAL_MOVE)) as usize / size_of::<Column>())
     }
 }
 
@@ -54,7 +77,7 @@ fn target_index(entry: u32) -> Option<usize> {
 /// * rows `0..entities.len()` are initialised in every column, and nothing past them is;
 /// * row `r` of every column belongs to `entities[r]`;
 /// * the columns take fewer than `2^31` bytes, so no [`move_target`] has the sign bit of a
-///   `u32` set (which [`NO_COLUMN`] has; `move_row` tests that bit).
+///   `u32` set, nor all of the bits below it (see [`SIGN`]; `move_row` tests the sign bit).
 pub struct Table {
     entities: Vec<Entity>,
     columns: Box<[Column]>,
@@ -131,12 +154,7 @@ impl Table {
     /// `column`, whose values move to the destination table's column `target`, or nowhere
     /// (`None`: the destination lacks the component).
     pub(crate) fn move_entry(&self, column: usize, target: Option<usize>) -> u32 {
-        let entry = target.map_or(NO_COLUMN & !GENERAL_MOVE, move_target);
-        if self.columns[column].has_inline_move() {
-            entry
-        } else {
-            entry | GENERAL_MOVE
-        }
+        encode_entry(self.columns[column].has_inline_move(), target)
     }
 
     #[inline]
@@ -407,20 +425,20 @@ impl Table {
         while let Some(column) = columns.next() {
             // SAFETY: bounds and types as the caller guarantees: `map` has an entry per column,
             // made by `move_entry`, naming distinct `dst` columns of the same type (or none,
-            // whose value at `row` was moved out); `row <= last` are live rows here. Entries
-            // without the `GENERAL_MOVE` flag belong to columns with an inline move.
+            // whose value at `row` was moved out); `row <= last` are live rows here. An entry
+            // with a clear sign bit is a `move_target` of a column with an inline move, and
+            // `INLINE_REFILL` belongs to such a column too.
             unsafe {
                 let to = *entry;
-                let moved = to & GENERAL_MOVE == 0
-                    // The sign bit: an entry sending the column nowhere has it, and no
-                    // `move_target` does (table invariant). Tested so, the test needs no
-                    // constant in a register.
-                    && if (to as i32) < 0 {
-                        column.refill_inline(row, last);
-                        true
-                    } else {
-                        column.try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
-                    };
+                // The sign bit tested as such needs no constant in a register.
+                let moved = if (to as i32) >= 0 {
+                    column.try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
+                } else if to & GENERAL_MOVE == 0 {
+                    column.refill_inline(row, last);
+                    true
+                } else {
+                    false
+                };
                 if !moved {
                     let rest = columns.into_slice();
                     let map = std::slice::from_raw_parts(entry, rest.len() + 1);
@@ -545,5 +563,28 @@ impl Drop for Table {
         }
         let guard = FreeBlock(self);
         guard.0.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn move_entries_tell_the_fast_cases_and_decode_to_their_target() {
+        let last = (1 << 31) / size_of::<Column>() - 1;
+        for target in [None, Some(0), Some(1), Some(7), Some(last)] {
+            for inline in [true, false] {
+                let entry = encode_entry(inline, target);
+                assert_eq!(target_index(entry), target, "{inline} {target:?}");
+                // The loop's tests: the sign bit for an inline move to a column, then the
+                // general flag.
+                assert_eq!((entry as i32) >= 0, inline && target.is_some());
+                assert_eq!(
+                    entry & SIGN != 0 && entry & GENERAL_MOVE == 0,
+                    inline && target.is_none()
+                );
+            }
+        }
     }
 }
