@@ -180,6 +180,25 @@ unsafe fn copy_both<const SIZE: usize>(at: *mut u8, from: *const u8, dst: Option
     }
 }
 
+/// [`move_value`] for any size: inline for the sizes with an inline copy, else through
+/// [`move_any`].
+///
+/// # Safety
+/// As for `move_value`, with `size` for `SIZE`.
+#[inline(always)]
+unsafe fn move_sized(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
+    // SAFETY: the caller's contract; each arm is for the sizes it names.
+    unsafe {
+        match size {
+            4 => move_value::<4>(data, row, last, dst),
+            8 => move_value::<8>(data, row, last, dst),
+            0 => {}
+            12 | 16 | 24 | 32 => move_larger(data, size, row, last, dst),
+            _ => move_any(data, size, row, last, dst),
+        }
+    }
+}
+
 /// [`move_value`] for a size known only at run time: `memcpy` calls, for the general path
 /// of a move ([`Column::move_out`], [`Column::refill`]), out of line as [`swap_any`].
 ///
@@ -471,7 +490,8 @@ impl Column {
     /// `row <= last < capacity`, `row` initialised; `dst` stores the same component type and
     /// is not this column, `dst_row` is uninitialised and in bounds there, and is `dst`'s table
     /// length before the push (rows `0..dst_row` are live there).
-    #[inline]
+    // Always inlined into `move_rest`, its one caller, as is `refill`.
+    #[inline(always)]
     pub(crate) unsafe fn move_out(
         &mut self,
         row: usize,
@@ -502,9 +522,7 @@ impl Column {
         let (size, data) = (self.item.size(), self.data.as_ptr());
         // SAFETY: rows in bounds (the caller's contract); `dst_data` is another column's array,
         // so its slot overlaps neither of this column's slots.
-        unsafe {
-            move_any(data, size, row, last, Some((dst_data, dst_row)));
-        }
+        unsafe { move_sized(data, size, row, last, Some((dst_data, dst_row))) };
     }
 
     /// Moves row `last` (value and ticks) into `row`, whose value the caller has moved out
@@ -515,7 +533,7 @@ impl Column {
     /// # Safety
     /// `row <= last < capacity`, `last` initialised, and the value at `row` is owned by nobody
     /// (it is overwritten).
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn refill(&mut self, row: usize, last: usize) {
         let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
         // SAFETY: in-bounds rows of this column's arrays (the caller's contract); for
@@ -526,9 +544,7 @@ impl Column {
         }
         let (size, data) = (self.item.size(), self.data.as_ptr());
         // SAFETY: as above.
-        unsafe {
-            move_any(data, size, row, last, None);
-        }
+        unsafe { move_sized(data, size, row, last, None) };
     }
 
     /// The floor half of [`move_out`](Self::move_out), for when either column has a floor:

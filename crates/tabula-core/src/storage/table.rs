@@ -53,15 +53,20 @@ fn encode_entry(inline: bool, target: Option<usize>) -> u32 {
     }
 }
 
-/// The destination column index a move map entry names, if any.
-fn target_index(entry: u32) -> Option<usize> {
-    if entry & SIGN == 0 {
-        Some(entry as usize / size_of::<Column>())
-    } else if entry == INLINE_REFILL || entry == NO_COLUMN {
+/// The [`move_target`] (byte offset) of the destination column a move map entry names, if
+/// any.
+#[inline]
+fn target_offset(entry: u32) -> Option<usize> {
+    if entry == INLINE_REFILL || entry == NO_COLUMN {
         None
     } else {
-        Some((entry & !(SIGN | GENERAL_MOVE)) as usize / size_of::<Column>())
+        Some((entry & !(SIGN | GENERAL_MOVE)) as usize)
     }
+}
+
+/// The index of the destination column a move map entry names, if any.
+fn target_index(entry: u32) -> Option<usize> {
+    target_offset(entry).map(|offset| offset / size_of::<Column>())
 }
 
 /// The rows of one archetype.
@@ -414,7 +419,10 @@ impl Table {
         moved(filler);
         let targets = dst.columns.as_mut_ptr();
         let mut entry = map.as_ptr();
-        let mut columns = self.columns.iter_mut();
+        let std::ops::Range {
+            start: mut column,
+            end,
+        } = self.columns.as_mut_ptr_range();
         // One pointer walks the map beside the columns: one register fewer than an index
         // (callgrind: one instruction fewer per move). The common case of a column moves
         // here, with no call anywhere in the loop: a call, however rare, made the compiler
@@ -422,28 +430,31 @@ impl Table {
         // 10k entities: 150.5 → 139.5 instructions per insert or remove). The first column that
         // needs more (a value size without an inline copy, a changed floor) hands itself and
         // every later column to `move_rest`.
-        while let Some(column) = columns.next() {
+        while column != end {
             // SAFETY: bounds and types as the caller guarantees: `map` has an entry per column,
             // made by `move_entry`, naming distinct `dst` columns of the same type (or none,
             // whose value at `row` was moved out); `row <= last` are live rows here. An entry
             // with a clear sign bit is a `move_target` of a column with an inline move, and
-            // `INLINE_REFILL` belongs to such a column too.
+            // `INLINE_REFILL` belongs to such a column too. `column` walks this table's
+            // columns (`column < end`), `entry` the map beside it.
             unsafe {
                 let to = *entry;
                 // The sign bit tested as such needs no constant in a register.
                 let moved = if (to as i32) >= 0 {
-                    column.try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
+                    (*column).try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
                 } else if to & GENERAL_MOVE == 0 {
-                    column.refill_inline(row, last);
+                    (*column).refill_inline(row, last);
                     true
                 } else {
                     false
                 };
                 if !moved {
-                    let rest = columns.into_slice();
-                    let map = std::slice::from_raw_parts(entry, rest.len() + 1);
-                    return move_rest(column, rest, row, last, dst, dst_row, map, now);
+                    let left = end.offset_from_unsigned(column);
+                    let columns = std::slice::from_raw_parts_mut(column, left);
+                    let map = std::slice::from_raw_parts(entry, left);
+                    return move_rest(columns, map, row, last, dst, dst_row, now);
                 }
+                column = column.add(1);
                 entry = entry.add(1);
             }
         }
@@ -516,36 +527,34 @@ impl Table {
     }
 }
 
-/// The general half of [`Table::move_row`], from the first column its loop left: `column`,
-/// then `rest`, each moved (or refilled) along its entry of `map` with the floors applied and
-/// values of any size. Out of line, so that the loop makes no call.
+/// The general half of [`Table::move_row`], from the first column its loop could not move:
+/// each of `columns` moved (or refilled) along its entry of `map`, with the floors applied
+/// and values of any size. Out of line, so that the loop makes no call; not marked cold,
+/// since a table with a value size that has no inline copy comes here on every move.
 ///
 /// # Safety
-/// As for `move_row`, for these columns and their entries of `map` (one each, `column`'s
-/// first); `row`'s values in the earlier columns have moved already.
-#[cold]
+/// As for `move_row`, for these columns and their entries of `map` (one each); `row`'s values
+/// in the earlier columns have moved already.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn move_rest(
-    column: &mut Column,
-    rest: &mut [Column],
+    columns: &mut [Column],
+    map: &[u32],
     row: usize,
     last: usize,
     dst: &mut Table,
     dst_row: usize,
-    map: &[u32],
     now: Tick,
 ) {
-    debug_assert_eq!(map.len(), rest.len() + 1);
-    for (column, &entry) in std::iter::once(column).chain(rest).zip(map) {
-        // SAFETY: as in `move_row`, whose contract the caller passes on.
+    debug_assert_eq!(map.len(), columns.len());
+    let targets = dst.columns.as_mut_ptr();
+    for i in 0..columns.len() {
+        // SAFETY: as in `move_row`, whose contract the caller passes on; `map` has an entry
+        // per column, and a target offset names a column of `dst`.
         unsafe {
-            match target_index(entry) {
+            let column = columns.get_unchecked_mut(i);
+            match target_offset(*map.get_unchecked(i)) {
                 None => column.refill(row, last),
-                Some(target) => {
-                    let to = dst.columns.get_unchecked_mut(target);
-                    column.move_out(row, last, to, dst_row, now);
-                }
+                Some(to) => column.move_out(row, last, &mut *targets.byte_add(to), dst_row, now),
             }
         }
     }
