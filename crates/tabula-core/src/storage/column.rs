@@ -140,31 +140,45 @@ unsafe fn move_value<const SIZE: usize>(
     }
 }
 
-/// [`move_value`] for the larger sizes with an inline copy: 12, 16, 24 or 32 bytes, `size`.
+/// [`move_value`] for the other sizes with an inline copy (see [`OTHER_INLINE`]), `size`.
 /// The offsets are computed from the run-time size before it is looked at again: with a
 /// constant size per arm, the compiler hoisted every arm's offsets out of `Table::move_row`'s
 /// loop, and spilled them (callgrind).
 ///
 /// # Safety
-/// As for `move_value`, with `size` (12, 16, 24 or 32) for `SIZE`.
+/// As for `move_value`, with `size` (one of [`OTHER_INLINE`]) for `SIZE`.
 #[inline(always)]
-unsafe fn move_larger(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
-    debug_assert!(matches!(size, 12 | 16 | 24 | 32));
-    // SAFETY: the caller's contract; `ptr::copy` allows `row == last`.
+unsafe fn move_other(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
+    debug_assert!(OTHER_INLINE.contains(&size));
+    // SAFETY: the caller's contract; `ptr::copy` allows `row == last`; each arm copies the
+    // size it names, and the last arm is 64, the one size of `OTHER_INLINE` not named before.
     unsafe {
         let at = data.add(row * size);
         let from = data.add(last * size);
         let dst = dst.map(|(dst, dst_row)| dst.add(dst_row * size));
         match size {
+            1 => copy_both::<1>(at, from, dst),
+            2 => copy_both::<2>(at, from, dst),
             12 => copy_both::<12>(at, from, dst),
             16 => copy_both::<16>(at, from, dst),
             24 => copy_both::<24>(at, from, dst),
-            _ => copy_both::<32>(at, from, dst),
+            20 => copy_both::<20>(at, from, dst),
+            28 => copy_both::<28>(at, from, dst),
+            32 => copy_both::<32>(at, from, dst),
+            36 => copy_both::<36>(at, from, dst),
+            40 => copy_both::<40>(at, from, dst),
+            48 => copy_both::<48>(at, from, dst),
+            _ => copy_both::<64>(at, from, dst),
         }
     }
 }
 
-/// The copies of [`move_larger`] for a constant size.
+/// The value sizes with an inline copy in [`move_other`]: besides 0, 4 and 8 bytes, which
+/// [`move_sized`] and `Column::move_inline` test first, the flags and small enums (1 and 2
+/// bytes), a few words (12 to 40), and larger values up to a 4x4 `f32` matrix (64).
+const OTHER_INLINE: [usize; 12] = [1, 2, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64];
+
+/// The copies of [`move_other`] for a constant size.
 ///
 /// # Safety
 /// `at` and `from` are slots of one array (possibly the same), `dst` a slot of another, each
@@ -193,7 +207,8 @@ unsafe fn move_sized(data: *mut u8, size: usize, row: usize, last: usize, dst: O
             4 => move_value::<4>(data, row, last, dst),
             8 => move_value::<8>(data, row, last, dst),
             0 => {}
-            12 | 16 | 24 | 32 => move_larger(data, size, row, last, dst),
+            // The sizes of `OTHER_INLINE`.
+            1 | 2 | 12 | 16 | 20 | 24 | 28 | 32 | 36 | 40 | 48 | 64 => move_other(data, size, row, last, dst),
             _ => move_any(data, size, row, last, dst),
         }
     }
@@ -377,10 +392,12 @@ impl Column {
 
     /// Whether [`try_move_out`](Self::try_move_out) and
     /// [`refill_inline`](Self::refill_inline) can move this column's values: sizes of 0, 4,
-    /// 8, 12, 16, 24 and 32 bytes, which cover most components, are copied inline; others
-    /// take `move_out` and `refill`, which call `memcpy`.
+    /// 8 and those of [`OTHER_INLINE`] (1, 2, 12, 16, 20, 24, 28, 32, 36, 40, 48 and 64
+    /// bytes), which cover most components, are copied inline; others take `move_out` and
+    /// `refill`, which call `memcpy`. Tested when a move map is built, not per move.
     pub(crate) fn has_inline_move(&self) -> bool {
-        matches!(self.item.size(), 0 | 4 | 8 | 12 | 16 | 24 | 32)
+        let size = self.item.size();
+        matches!(size, 0 | 4 | 8) || OTHER_INLINE.contains(&size)
     }
 
     /// [`move_out`](Self::move_out) for the common case, a column with an inline move and
@@ -470,7 +487,7 @@ impl Column {
                 // tested after those, not first (callgrind: 2 instructions fewer per insert or
                 // remove).
                 0 => std::hint::cold_path(),
-                _ => move_larger(data, size, row, last, dst),
+                _ => move_other(data, size, row, last, dst),
             }
         }
     }

@@ -604,16 +604,17 @@ fn a_tuple_nested_in_a_bundle_is_refused_naming_it() {
 
 #[test]
 fn row_moves_keep_values_of_every_size_with_and_without_a_floor() {
-    // Value sizes a row move copies inline (0, 4, 8, 12, 16, 24 and 32 bytes) beside sizes
-    // it hands to the general path (1, 3, 20 and 40 bytes); in the second round a changed
-    // floor on the third column hands the rest of the row to the general path from there.
+    // Value sizes a row move copies inline (0, 1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48
+    // and 64 bytes) beside sizes it hands to the general path (3 and 72 bytes); in the second
+    // round a changed floor on the third column hands the rest of the row to the general path
+    // from there.
     let mut world = World::new();
     let ids: Vec<Entity> = (0..20u32)
         .map(|i| {
             let w = u64::from(i);
-            // Columns follow registration, so the inline sizes come first here and the
-            // general path starts mid-row.
-            world.spawn((
+            // Columns follow registration, so inline sizes come first here, the general path
+            // starts mid-row (at `[u8; 3]`), and inline sizes follow it.
+            let e = world.spawn((
                 i,
                 w,
                 [i; 3],
@@ -623,24 +624,38 @@ fn row_moves_keep_values_of_every_size_with_and_without_a_floor() {
                 [w; 4],
                 i as u8,
                 [i as u8; 3],
+                i as u16,
                 [i; 5],
+                [i; 7],
+                [i; 9],
                 [w; 5],
-            ))
+                [w; 6],
+                [w; 8],
+            ));
+            // A second general size, at the end of the row (and a move of every size).
+            world.insert(e, ([w; 9],)).unwrap();
+            e
         })
         .collect();
     let check = |world: &World, moved: Option<Vel>| {
         for (i, &e) in ids.iter().enumerate() {
             let (i, w) = (i as u32, i as u64);
             assert_eq!(world.get::<u8>(e), Ok(&(i as u8)));
+            assert_eq!(world.get::<u16>(e), Ok(&(i as u16)));
             assert_eq!(world.get::<[u8; 3]>(e), Ok(&[i as u8; 3]));
             assert_eq!(world.get::<u32>(e), Ok(&i));
             assert_eq!(world.get::<u64>(e), Ok(&w));
             assert_eq!(world.get::<[u32; 3]>(e), Ok(&[i; 3]));
             assert_eq!(world.get::<u128>(e), Ok(&u128::from(i)));
             assert_eq!(world.get::<[u32; 5]>(e), Ok(&[i; 5]));
+            assert_eq!(world.get::<[u32; 7]>(e), Ok(&[i; 7]));
+            assert_eq!(world.get::<[u32; 9]>(e), Ok(&[i; 9]));
             assert_eq!(world.get::<[u64; 3]>(e), Ok(&[w; 3]));
             assert_eq!(world.get::<[u64; 4]>(e), Ok(&[w; 4]));
             assert_eq!(world.get::<[u64; 5]>(e), Ok(&[w; 5]));
+            assert_eq!(world.get::<[u64; 6]>(e), Ok(&[w; 6]));
+            assert_eq!(world.get::<[u64; 8]>(e), Ok(&[w; 8]));
+            assert_eq!(world.get::<[u64; 9]>(e), Ok(&[w; 9]));
             assert!(world.has::<Marker>(e));
             let vel = moved.filter(|_| i % 3 == 0);
             assert_eq!(world.get::<Vel>(e).ok(), vel.as_ref());
