@@ -172,22 +172,24 @@ impl World {
     /// keeps its `added` tick (and counts as changed, having been lent out mutably).
     fn put_back_resource<R: Component>(&mut self, value: R, added: Tick) -> Option<R> {
         let old = self.insert_resource(value);
-        if old.is_none() {
-            let id = self.components.id::<R>().expect("inserted just now");
-            if let Some(Some(slot)) = self.resources.slots.get_mut(id.index()) {
-                slot.added = added;
-            }
+        if old.is_none()
+            && let Some(Some(slot)) = self.resource_entry::<R>()
+        {
+            slot.added = added;
         }
         old
     }
 
+    /// The slot entry of resource type `R` (`None` when the type has no slot yet).
+    fn resource_entry<R: Component>(&mut self) -> Option<&mut Option<Slot>> {
+        let id = self.components.id::<R>()?;
+        self.resources.slots.get_mut(id.index())
+    }
+
     /// Removes resource `R`, with its `added` tick.
     fn take_resource<R: Component>(&mut self) -> Result<(R, Tick), ResourceError> {
-        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
         let slot = self
-            .resources
-            .slots
-            .get_mut(id.index())
+            .resource_entry::<R>()
             .and_then(Option::take)
             .ok_or_else(missing::<R>)?;
         // SAFETY: the slot under `R`'s id only ever holds an `R`.
@@ -215,11 +217,8 @@ impl World {
     /// the value is written.
     pub fn resource_mut<R: Component>(&mut self) -> Result<&mut R, ResourceError> {
         let now = self.change_tick();
-        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
         let slot = self
-            .resources
-            .slots
-            .get_mut(id.index())
+            .resource_entry::<R>()
             .and_then(Option::as_mut)
             .ok_or_else(missing::<R>)?;
         *slot.changed.get_mut() = now;
