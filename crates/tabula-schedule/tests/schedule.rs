@@ -1125,3 +1125,27 @@ fn read_only_get_many_returns_every_item_or_the_first_error() {
     let missing = out[2].as_ref().unwrap_err();
     assert!(missing.contains(&format!("{gone:?}")), "{missing}");
 }
+
+#[test]
+fn query_contains_works_beside_mutable_data() {
+    #[derive(Default)]
+    struct Found(Vec<bool>);
+    #[derive(Default)]
+    struct Probe(Vec<Entity>);
+    fn check(mut frozen: Query<&mut Position, With<Frozen>>, probe: Res<Probe>, mut found: ResMut<Found>) {
+        found.0 = probe.0.iter().map(|&e| frozen.contains(e)).collect();
+        frozen.for_each(|mut p| p.0 += 1.0);
+    }
+    let mut world = World::new();
+    let moving = world.spawn((Position(0.0),));
+    let frozen = world.spawn((Position(0.0), Frozen));
+    let gone = world.spawn((Position(0.0), Frozen));
+    world.despawn(gone).unwrap();
+    world.insert_resource(Probe(vec![moving, frozen, gone]));
+    world.init_resource::<Found>();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(check);
+    schedule.run(&mut world);
+    assert_eq!(world.resource::<Found>().unwrap().0, [false, true, false]);
+    assert_eq!(world.get::<Position>(frozen), Ok(&Position(1.0)));
+}

@@ -447,6 +447,44 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
     }
 
+    /// True when `entity` is alive and matches now (filters only; no item is fetched, so
+    /// it works for queries with mutable data through `&World`).
+    ///
+    /// ```
+    /// use tabula_core::{With, World};
+    /// struct Pos(f32);
+    /// struct Frozen;
+    /// let mut world = World::new();
+    /// let moving = world.spawn((Pos(0.0),));
+    /// let frozen = world.spawn((Pos(0.0), Frozen));
+    /// let mut query = world.query_filtered::<&mut Pos, With<Frozen>>();
+    /// assert!(query.contains(&world, frozen));
+    /// assert!(!query.contains(&world, moving));
+    /// ```
+    pub fn contains(&mut self, world: &World, entity: Entity) -> bool {
+        let ticks = self.peek_ticks(world);
+        // SAFETY: only filters are evaluated, under `&World`; the state was just updated.
+        unsafe { self.contains_unchecked(UnsafeWorldCell::new_readonly(world), entity, ticks) }
+    }
+
+    /// [`contains`](Self::contains) through an [`UnsafeWorldCell`] (filters only).
+    ///
+    /// # Safety
+    /// The caller holds at least read access to what the filter reads, and `world` is the
+    /// state's world with archetypes already updated.
+    pub unsafe fn contains_unchecked(
+        &self,
+        world: UnsafeWorldCell<'_>,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> bool {
+        // SAFETY: structure only, plus the filters' tick reads that the caller covers.
+        let world = unsafe { world.world() };
+        // SAFETY: the state is up to date for this world (the caller's contract); `locate`
+        // evaluates the filters but fetches no item.
+        unsafe { self.locate(world, entity, ticks) }.is_ok()
+    }
+
     /// How many entities match now.
     pub fn count(&mut self, world: &World) -> usize {
         let ticks = self.peek_ticks(world);

@@ -495,3 +495,25 @@ fn get_sees_every_structural_change() {
         "in an archetype made after the plan"
     );
 }
+
+#[test]
+fn contains_evaluates_filters_without_fetching() {
+    let mut world = World::new();
+    let a = world.spawn((Pos(0.0),));
+    let b = world.spawn((Pos(0.0), Vel(1.0)));
+    let gone = world.spawn((Pos(0.0),));
+    world.despawn(gone).unwrap();
+    // Mutable data through `&World`: nothing is fetched.
+    let mut with_vel = world.query_filtered::<&mut Pos, crate::With<Vel>>();
+    assert!(with_vel.contains(&world, b));
+    assert!(!with_vel.contains(&world, a));
+    assert!(!with_vel.contains(&world, gone));
+    // A row filter: `contains` sees changes since the last run, and does not start a run.
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert!(changed.contains(&world, a), "new since the state was made");
+    assert_eq!(changed.iter(&world).count(), 2);
+    assert!(!changed.contains(&world, a));
+    world.get_mut::<Pos>(a).unwrap().0 = 2.0;
+    assert!(changed.contains(&world, a) && changed.contains(&world, a));
+    assert!(!changed.contains(&world, b));
+}

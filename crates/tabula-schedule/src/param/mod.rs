@@ -358,6 +358,14 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.single_unchecked(self.world, self.ticks) }
     }
 
+    /// True when `entity` is alive and matches (filters only; nothing is fetched, so it
+    /// works on a query with mutable data through `&self`).
+    pub fn contains(&self, entity: Entity) -> bool {
+        // SAFETY: filters only; the system holds at least read access to them, and its
+        // archetypes were updated before the run.
+        unsafe { self.state.contains_unchecked(self.world, entity, self.ticks) }
+    }
+
     /// How many entities match.
     pub fn count(&self) -> usize {
         // SAFETY: filters only; the system holds at least read access to them.
