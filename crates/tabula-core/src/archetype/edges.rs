@@ -5,7 +5,7 @@
 //! change costs one indexed load instead of a set computation and a hash of the result.
 
 use super::{Archetype, ArchetypeId, Archetypes};
-use crate::bundle::{Bundle, BundleInfo, Bundles, LastBundle};
+use crate::bundle::{Bundle, BundleInfo, BundleKey, Bundles, LastBundle};
 use crate::component::Components;
 use crate::storage::NO_COLUMN;
 
@@ -156,19 +156,21 @@ impl Archetypes {
             EdgeKind::Insert => &edges.last_insert,
             EdgeKind::Remove => &edges.last_remove,
         };
-        match last.get::<B>() {
+        let key = BundleKey::of::<B>();
+        match last.get(key) {
             Some(edge) => edge as usize,
-            None => self.edge_uncached::<B>(kind, registry, bundles, source),
+            None => self.edge_uncached::<B>(kind, key, registry, bundles, source),
         }
     }
 
     /// The slow half of [`edge_of`](Self::edge_of): looks the edge up by bundle id, and
-    /// caches it.
+    /// caches it under `key`, the caller's key for `B` (see [`BundleKey`]).
     #[cold]
     #[inline(never)]
     fn edge_uncached<B: Bundle>(
         &mut self,
         kind: EdgeKind,
+        key: BundleKey,
         registry: &mut Components,
         bundles: &mut Bundles,
         source: ArchetypeId,
@@ -182,7 +184,7 @@ impl Archetypes {
         self.archetypes.list[source.index()]
             .edges
             .last_mut(kind)
-            .set::<B>(edge as u32);
+            .set(key, edge as u32);
         edge
     }
 
