@@ -4,8 +4,10 @@
 //! lets many threads hand out ids at once — commands use it to return an `Entity` before the
 //! entity exists. The protocol (the scheme hecs uses):
 //!
-//! * `pending` is the free list and `free_cursor` counts how much of it is still unclaimed.
-//! * A reservation does `free_cursor.fetch_sub(n)`. Each cursor value `v` it passes over names
+//! * `pending` is the free list and the cursor counts how much of it is still unclaimed. It is
+//!   stored relative to `pending.len()` (`reserved`, 0 after a flush), which only `&mut`
+//!   methods change.
+//! * A reservation does `reserved.fetch_sub(n)`. Each cursor value `v` it passes over names
 //!   one id: `v > 0` claims `pending[v - 1]`; `v <= 0` claims the fresh index
 //!   `meta.len() - v`, past every slot that exists.
 //! * Reservations never write shared state other than the cursor, so they need no lock; only
@@ -80,9 +82,14 @@ impl Locations<'_> {
 #[derive(Debug)]
 pub struct Entities {
     meta: Vec<EntityMeta>,
-    /// Free slot indices; the unclaimed prefix is `pending[..free_cursor]`.
+    /// Free slot indices; the unclaimed prefix is `pending[..cursor]`, where the cursor is
+    /// `pending.len() + reserved`.
     pending: Vec<u32>,
-    free_cursor: AtomicI64,
+    /// Minus the number of ids reserved since the last flush: 0 when there is nothing to
+    /// flush, so the check every structural operation makes is one comparison with zero
+    /// (callgrind: one instruction fewer per insert or remove than comparing an absolute
+    /// cursor with `pending.len()`).
+    reserved: AtomicI64,
     /// Entities with a location (reserved-but-unflushed ones are not counted).
     live: u32,
 }
@@ -99,7 +106,7 @@ impl Entities {
         Self {
             meta: Vec::new(),
             pending: Vec::new(),
-            free_cursor: AtomicI64::new(0),
+            reserved: AtomicI64::new(0),
             live: 0,
         }
     }
@@ -107,14 +114,14 @@ impl Entities {
     /// Reserves one id without `&mut` access; safe to call from many threads at once.
     /// The entity exists (with no components) after the next [`flush`](Self::flush).
     pub fn reserve_entity(&self) -> Entity {
-        let n = self.free_cursor.fetch_sub(1, Ordering::Relaxed);
-        self.entity_for_cursor(n)
+        let n = self.reserved.fetch_sub(1, Ordering::Relaxed);
+        self.entity_for_cursor(self.pending.len() as i64 + n)
     }
 
     /// Reserves `count` ids at once with a single atomic operation.
     pub fn reserve_entities(&self, count: u32) -> ReserveEntities<'_> {
         let count = i64::from(count);
-        let end = self.free_cursor.fetch_sub(count, Ordering::Relaxed);
+        let end = self.pending.len() as i64 + self.reserved.fetch_sub(count, Ordering::Relaxed);
         ReserveEntities {
             entities: self,
             cursors: (end - count + 1)..(end + 1),
@@ -137,19 +144,37 @@ impl Entities {
     /// True when reservations were made since the last flush.
     #[inline]
     pub fn needs_flush(&mut self) -> bool {
-        self.cursor() != self.pending.len() as i64
+        self.reserved_exclusive() != 0
+    }
+
+    /// `reserved` on the `&mut` path, read as a plain integer: unlike an atomic load, the
+    /// compiler can fold it into the comparison (one instruction fewer per structural
+    /// operation).
+    #[cfg(not(loom))]
+    #[inline]
+    fn reserved_exclusive(&mut self) -> i64 {
+        *self.reserved.get_mut()
+    }
+
+    /// Loom's atomics have no `get_mut`; exclusive access makes a relaxed load exact.
+    #[cfg(loom)]
+    #[inline]
+    fn reserved_exclusive(&mut self) -> i64 {
+        self.reserved.load(Ordering::Relaxed)
     }
 
     /// The cursor on the `&mut` path: exclusive access means no reservation can race, so a
     /// relaxed load is exact.
     #[inline]
     fn cursor(&mut self) -> i64 {
-        self.free_cursor.load(Ordering::Relaxed)
+        self.pending.len() as i64 + self.reserved.load(Ordering::Relaxed)
     }
 
+    /// Records that no reservation is outstanding, once `pending` holds exactly the
+    /// unclaimed free slots.
     #[inline]
-    fn set_cursor(&mut self, cursor: i64) {
-        self.free_cursor.store(cursor, Ordering::Relaxed);
+    fn clear_reserved(&mut self) {
+        self.reserved.store(0, Ordering::Relaxed);
     }
 
     /// Turns every reservation into a live entity, calling `place` to get each one's location
@@ -182,7 +207,7 @@ impl Entities {
             self.live += 1;
         }
         self.pending.truncate(first_claimed);
-        self.set_cursor(first_claimed as i64);
+        self.clear_reserved();
     }
 
     /// Makes room for `additional` more allocations without growing the slot table in
@@ -195,8 +220,8 @@ impl Entities {
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
         debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
+        // No reservation is outstanding, so `reserved` stays 0 as `pending` changes.
         let entity = if let Some(index) = self.pending.pop() {
-            self.set_cursor(self.pending.len() as i64);
             let meta = &mut self.meta[index as usize];
             meta.place(location);
             Entity::new(index, meta.generation)
@@ -229,8 +254,8 @@ impl Entities {
         // Retire the slot rather than wrap its generation: a stale handle must never match.
         if let Some(next) = meta.generation.checked_add(1) {
             meta.generation = next;
+            // No reservation is outstanding, so `reserved` stays 0.
             self.pending.push(entity.index());
-            self.set_cursor(self.pending.len() as i64);
         }
         Some(location)
     }
