@@ -26,6 +26,10 @@ pub use allocator::{Entities, ReserveEntities};
 /// assert_eq!(tabula_core::Entity::from_bits(e.to_bits()), Some(e));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+// Aligned as one 64-bit word: a handle is then loaded, kept, spilled and stored (into a
+// table's id list) as one value instead of two 32-bit halves (callgrind, 10k entities: 3.5
+// instructions fewer per insert or remove). `repr(C)` keeps the index in the low half.
+#[repr(C, align(8))]
 pub struct Entity {
     // Field order gives the derived `Ord`: by index, then by generation.
     index: u32,
