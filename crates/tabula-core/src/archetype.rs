@@ -29,6 +29,9 @@ impl ArchetypeId {
     pub const EMPTY: Self = Self(0);
     /// Marks "no archetype" in the location of a free slot.
     pub(crate) const NONE: Self = Self(u32::MAX);
+    /// Names no archetype and differs from [`NONE`](Self::NONE): where a lookup compares an
+    /// id with a slot's location, this one matches no slot, not even a free one.
+    pub(crate) const ABSENT: Self = Self(u32::MAX - 1);
 
     /// The id as an index.
     pub const fn index(self) -> usize {
@@ -328,7 +331,12 @@ impl Archetypes {
             return id;
         }
         let list = &mut self.archetypes;
-        let id = ArchetypeId(u32::try_from(list.len()).expect("too many archetypes"));
+        // Every real id is below the two sentinels.
+        let id = u32::try_from(list.len())
+            .ok()
+            .filter(|&id| id < ArchetypeId::ABSENT.0)
+            .expect("too many archetypes");
+        let id = ArchetypeId(id);
         list.shape += 1;
         list.list.push(Archetype::new(id, components.into(), registry));
         self.by_components.insert(components.into(), id);

@@ -57,7 +57,7 @@ pub struct View<'w, T: Component> {
     locations: Locations<'w>,
     /// `columns[a]` holds archetype `a`'s rows of `T`, or is `None` when it has no `T`.
     columns: Box<[Option<&'w [T]>]>,
-    /// The archetype with the most rows of `T` (`ArchetypeId::NONE` when none has any) and
+    /// The archetype with the most rows of `T` (`ArchetypeId::ABSENT` when none has any) and
     /// its rows: a lookup there compares the archetype together with the generation instead
     /// of loading its column from `columns`, which keeps one load off the chain of dependent
     /// loads each lookup is.
@@ -91,7 +91,7 @@ impl World {
         let hot = (columns.iter().enumerate())
             .filter_map(|(archetype, column)| Some((archetype, (*column)?)))
             .max_by_key(|(_, column)| column.len())
-            .map_or((ArchetypeId::NONE, &[][..]), |(archetype, column)| {
+            .map_or((ArchetypeId::ABSENT, &[][..]), |(archetype, column)| {
                 (self.archetypes.archetypes.all()[archetype].id(), column)
             });
         View {
