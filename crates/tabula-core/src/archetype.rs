@@ -54,6 +54,9 @@ pub struct Archetype {
     by_type: Box<[(TypeId, u32)]>,
     pub(crate) table: Table,
     pub(crate) edges: Edges,
+    /// Some component here has its removals logged, so a despawn from this archetype records
+    /// the entity ([`World::track_removals`](crate::World::track_removals)).
+    pub(crate) logs_removals: bool,
 }
 
 impl Archetype {
@@ -72,6 +75,7 @@ impl Archetype {
         }
         let mut table = Table::new(infos.clone());
         table.index_slots(slots.map(|slot| slot.column));
+        let logs_removals = components.iter().any(|&c| registry.info(c).logs_removals());
         Self {
             slots,
             overflowed,
@@ -81,6 +85,7 @@ impl Archetype {
             components,
             by_type,
             edges: Edges::default(),
+            logs_removals,
         }
     }
 

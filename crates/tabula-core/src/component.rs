@@ -37,6 +37,8 @@ pub struct ComponentInfo {
     layout: Layout,
     drop: Option<unsafe fn(*mut u8)>,
     type_id: TypeId,
+    /// Removals of this component are logged ([`World::track_removals`](crate::World::track_removals)).
+    logs_removals: bool,
 }
 
 impl ComponentInfo {
@@ -58,6 +60,12 @@ impl ComponentInfo {
     /// The Rust type's id.
     pub fn type_id(&self) -> TypeId {
         self.type_id
+    }
+
+    /// True once [`World::track_removals`](crate::World::track_removals) was called for this
+    /// component: from then on the world logs every entity that loses it.
+    pub fn logs_removals(&self) -> bool {
+        self.logs_removals
     }
 
     /// Drops a value in place; `None` when the type needs no drop.
@@ -96,6 +104,7 @@ impl Components {
             layout: Layout::new::<T>(),
             drop: std::mem::needs_drop::<T>().then_some(drop_erased::<T> as unsafe fn(*mut u8)),
             type_id,
+            logs_removals: false,
         });
         self.by_type.insert(type_id, id);
         id
@@ -110,6 +119,11 @@ impl Components {
     /// The description of a registered component.
     pub fn info(&self, id: ComponentId) -> &ComponentInfo {
         &self.infos[id.index()]
+    }
+
+    /// Marks `id`'s removals as logged (see [`ComponentInfo::logs_removals`]).
+    pub(crate) fn set_logs_removals(&mut self, id: ComponentId) {
+        self.infos[id.index()].logs_removals = true;
     }
 
     /// How many component types are registered.

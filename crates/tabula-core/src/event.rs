@@ -148,6 +148,19 @@ impl<E> Events<E> {
         self.newer.events.clear();
     }
 
+    /// Every stored event, oldest first, whether or not any reader has seen it.
+    ///
+    /// ```
+    /// let mut events = tabula_core::Events::default();
+    /// events.send(1);
+    /// events.update();
+    /// events.send(2);
+    /// assert_eq!(events.iter().copied().collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &E> {
+        self.older.events.iter().chain(&self.newer.events)
+    }
+
     /// How many events are stored (both buffers).
     pub fn len(&self) -> usize {
         self.older.events.len() + self.newer.events.len()
@@ -334,6 +347,7 @@ impl World {
     /// [`Events::update`]). A schedule calls this at the end of each run, unless told not to
     /// (with several schedules per frame, only the once-per-frame one should).
     pub fn update_events(&mut self) {
+        self.removals.update();
         let mut index = 0;
         // Look the registry up afresh for each updater: the updater needs `&mut World`.
         while let Some(update) = self

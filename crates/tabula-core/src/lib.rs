@@ -58,6 +58,7 @@ mod error;
 mod event;
 mod hierarchy;
 pub mod query;
+pub mod removal;
 mod resource;
 mod storage;
 mod sync;

@@ -28,6 +28,7 @@ use crate::component::{Component, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
 use crate::query::RunTicks;
+use crate::removal::RemovalLogs;
 use crate::resource::Resources;
 use crate::storage::drop_each;
 
@@ -65,6 +66,8 @@ pub struct World {
     pub(crate) archetypes: Archetypes,
     pub(crate) bundles: Bundles,
     pub(crate) resources: Resources,
+    /// Which entities lost a tracked component ([`crate::removal`]).
+    pub(crate) removals: RemovalLogs,
     id: WorldId,
     /// The change clock: its low half is the tick writes are stamped with now. 64 bits, so it
     /// never wraps (see [`LastRun`]); atomic so that a read-only query can start a run
@@ -123,6 +126,7 @@ impl World {
             components,
             bundles: Bundles::default(),
             resources: Resources::default(),
+            removals: RemovalLogs::default(),
             id: WorldId::next(),
             change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
@@ -239,7 +243,12 @@ impl World {
             .entities
             .free(entity)
             .ok_or(EntityError::NoSuchEntity(entity))?;
-        let table = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()].table;
+        let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
+        if archetype.logs_removals {
+            self.removals
+                .record_archetype(&self.components, archetype, &[entity]);
+        }
+        let table = &mut archetype.table;
         let row = location.row as usize;
         if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
             self.entities.set_location(moved, location);
@@ -446,6 +455,12 @@ impl World {
     /// Despawns every entity. Archetypes and their edges are kept; old ids stay dead.
     pub fn clear(&mut self) {
         self.flush();
+        for archetype in self.archetypes.archetypes.all() {
+            if archetype.logs_removals {
+                self.removals
+                    .record_archetype(&self.components, archetype, archetype.entities());
+            }
+        }
         self.entities.clear();
         // Detach every table's rows first so the world is empty and consistent before any
         // component's `Drop` runs; a panicking drop then cannot leave rows that belong to

@@ -4,7 +4,10 @@
 //! The model is a `BTreeMap<Entity, Row>` where a row holds one `Option<Value>` per component
 //! type. A set of queries, built before the first step and kept for the whole sequence (so
 //! they match new archetypes incrementally and reuse their run plans), must also return
-//! exactly what the model says after every step; two of them write, and the model follows. Everything is driven by a small seeded RNG, so a failure names its seed and step;
+//! exactly what the model says after every step; two of them write, and the model follows.
+//! The removal logs of the tracked component types must name exactly the entities the model
+//! says lost that type in the step. Everything is driven by a small seeded RNG, so a failure
+//! names its seed and step;
 //! rerun just that sequence with `TABULA_MODEL_SEED=<seed> cargo test --test model`.
 
 use std::any::type_name;
@@ -13,7 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tabula_core::{
-    Bundle, Component, Entity, EntityError, Has, Or, QueryError, QueryState, With, Without, World,
+    Bundle, Component, Entity, EntityError, EventCursor, Events, Has, Or, QueryError, QueryState, With,
+    Without, World,
 };
 
 mod common;
@@ -1064,6 +1068,74 @@ fn step(world: &mut World, model: &mut Model, g: &mut Gen) -> String {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Removal logs: some kinds are tracked from the start, some from a later step, one never.
+
+/// Kinds tracked from the first step; `LATE_TRACKED` from a third of the way in (so their
+/// cached edges and archetypes predate tracking); `Small` (kind 5) never.
+const EARLY_TRACKED: [usize; 4] = [0, 2, 4, 6];
+const LATE_TRACKED: [usize; 2] = [1, 3];
+
+fn track(world: &mut World, kind: usize) {
+    match kind {
+        0 => world.track_removals::<Pos>(),
+        1 => world.track_removals::<Hp>(),
+        2 => world.track_removals::<Tag>(),
+        3 => world.track_removals::<Name>(),
+        4 => world.track_removals::<Wide>(),
+        5 => world.track_removals::<Small>(),
+        _ => world.track_removals::<Tracked>(),
+    };
+}
+
+fn removal_log(world: &World, kind: usize) -> Option<&Events<Entity>> {
+    match kind {
+        0 => world.removal_log::<Pos>(),
+        1 => world.removal_log::<Hp>(),
+        2 => world.removal_log::<Tag>(),
+        3 => world.removal_log::<Name>(),
+        4 => world.removal_log::<Wide>(),
+        5 => world.removal_log::<Small>(),
+        _ => world.removal_log::<Tracked>(),
+    }
+}
+
+/// One cursor per tracked kind, reading each kind's log after every step.
+struct RemovalReaders([Option<EventCursor<Entity>>; KINDS]);
+
+impl RemovalReaders {
+    fn track(&mut self, world: &mut World, kinds: &[usize]) {
+        for &kind in kinds {
+            track(world, kind);
+            self.0[kind] = Some(EventCursor::default());
+        }
+    }
+
+    /// Every tracked kind's new log entries are exactly the entities that had it `before`
+    /// the step and lack it (or are dead) now.
+    fn check(&mut self, world: &World, before: &BTreeMap<Entity, Row>, model: &Model) {
+        for kind in 0..KINDS {
+            let Some(cursor) = &mut self.0[kind] else {
+                assert!(
+                    removal_log(world, kind).is_none(),
+                    "{} is not tracked",
+                    kind_name(kind)
+                );
+                continue;
+            };
+            let log = removal_log(world, kind).expect("tracked kinds have a log");
+            let mut logged: Vec<Entity> = cursor.read(log).copied().collect();
+            logged.sort();
+            let lost: Vec<Entity> = (before.iter())
+                .filter(|(_, row)| row[kind].is_some())
+                .filter(|(entity, _)| model.live.get(entity).is_none_or(|row| row[kind].is_none()))
+                .map(|(&entity, _)| entity)
+                .collect();
+            assert_eq!(logged, lost, "removal log of {}", kind_name(kind));
+        }
+    }
+}
+
 /// Prints where a sequence failed when a check panics inside it.
 struct Trace {
     seed: u64,
@@ -1096,8 +1168,14 @@ fn run_sequence(seed: u64, steps: usize) {
     let mut world = World::new();
     let mut model = Model::default();
     let mut queries = Queries::new(&mut world);
+    let mut removals = RemovalReaders(Default::default());
+    removals.track(&mut world, &EARLY_TRACKED);
     for step_index in 0..steps {
         trace.step = step_index;
+        if step_index == steps / 3 {
+            removals.track(&mut world, &LATE_TRACKED);
+        }
+        let before = model.live.clone();
         trace.op = if step_index == steps / 2 {
             // Every sequence clears a populated world once, then carries on with it.
             clear(&mut world, &mut model);
@@ -1106,6 +1184,11 @@ fn run_sequence(seed: u64, steps: usize) {
             step(&mut world, &mut model, &mut g)
         };
         check_world(&world, &model, &g, false);
+        removals.check(&world, &before, &model);
+        if step_index % 5 == 4 {
+            // Ages the logs; the cursors have read everything, so nothing is missed.
+            world.update_events();
+        }
         check_queries(&mut world, &mut model, &mut queries);
     }
     trace.op = "final check".to_owned();

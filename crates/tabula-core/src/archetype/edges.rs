@@ -6,7 +6,7 @@
 
 use super::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, BundleInfo, BundleKey, Bundles, LastBundle};
-use crate::component::Components;
+use crate::component::{ComponentId, Components};
 use crate::storage::NO_COLUMN;
 
 /// A dense index naming one bundle type inside one world.
@@ -92,6 +92,24 @@ pub(crate) struct RemoveEdge {
     /// The first bundle component the source archetype lacks: the removal is refused, and
     /// `target` is the source itself.
     pub(crate) missing: Option<&'static str>,
+    /// The bundle's components whose removals are logged
+    /// ([`World::track_removals`](crate::World::track_removals)).
+    pub(crate) logged: Box<[ComponentId]>,
+    /// `missing` is set or `logged` is not empty: the one test the hot path makes for both,
+    /// so that logging costs nothing while no component is tracked.
+    pub(crate) unusual: bool,
+    /// The bundle, to recompute `logged` when another component starts being tracked.
+    bundle: BundleId,
+}
+
+impl RemoveEdge {
+    /// Recomputes `logged` and `unusual` from the registry's tracked components.
+    fn set_logged(&mut self, registry: &Components, bundle: &BundleInfo) {
+        self.logged = (bundle.fields.iter().copied())
+            .filter(|&c| registry.info(c).logs_removals())
+            .collect();
+        self.unusual = self.missing.is_some() || !self.logged.is_empty();
+    }
 }
 
 fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
@@ -291,12 +309,16 @@ impl Archetypes {
             &self.archetypes.list[source.index()],
             &self.archetypes.list[target.index()],
         );
-        let edge = RemoveEdge {
+        let mut edge = RemoveEdge {
             target,
             move_map: column_map(src, dst),
             bundle_columns,
             missing,
+            logged: Box::new([]),
+            unusual: false,
+            bundle: bundle.id,
         };
+        edge.set_logged(registry, bundle);
         let index = self.remove_edges.len();
         self.remove_edges.push(edge);
         store(
@@ -305,5 +327,24 @@ impl Archetypes {
             index,
         );
         index
+    }
+
+    /// Brings the archetypes' and remove edges' logging flags up to date after `component`
+    /// started being tracked in `registry` (see [`World::track_removals`](crate::World::track_removals)).
+    pub(crate) fn log_removals_of(
+        &mut self,
+        registry: &Components,
+        bundles: &Bundles,
+        component: ComponentId,
+    ) {
+        for archetype in self.archetypes.all_mut() {
+            archetype.logs_removals |= archetype.column_of(component).is_some();
+        }
+        for edge in &mut self.remove_edges {
+            let bundle = &bundles.infos[edge.bundle];
+            if bundle.fields.contains(&component) {
+                edge.set_logged(registry, bundle);
+            }
+        }
     }
 }

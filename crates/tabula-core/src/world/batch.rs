@@ -323,6 +323,9 @@ impl World {
         // The only steps that can fail come before anything changes.
         let mut removed = Vec::with_capacity(entities.len());
         dst.table.reserve(entities.len());
+        if !edge.logged.is_empty() {
+            self.removals.record(&edge.logged, entities);
+        }
         // SAFETY: room is reserved in the target and in `removed`. The edge comes from
         // `source` and its bundle is present (checked by the caller), so `move_map` names the
         // target column of the same component for every kept column and fills the whole

@@ -152,8 +152,13 @@ impl World {
         };
         // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
         let edge = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
-        if let Some(component) = edge.missing {
-            return Err(EntityError::MissingComponent { entity, component });
+        // One test for both rare cases: a missing component, and tracked removals.
+        if edge.unusual {
+            if let Some(component) = edge.missing {
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            // Nothing can fail from here on, so the entity is logged before it moves.
+            self.removals.record(&edge.logged, &[entity]);
         }
         // Only the empty bundle removes nothing and stays put: for any other, an edge without
         // a missing component leads elsewhere (`RemoveEdge` invariant), so the test folds to a
