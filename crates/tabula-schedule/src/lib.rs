@@ -60,8 +60,8 @@ pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, 
 pub use executor::ExecutorKind;
 pub use graph::ScheduleBuildError;
 pub use param::{
-    Described, EventReader, EventWriter, Local, Query, Res, ResMut, RunTicks, SystemMeta, SystemParam,
-    SystemParamItem,
+    Described, EventReader, EventWriter, Local, Query, RemovedComponents, Res, ResMut, RunTicks, SystemMeta,
+    SystemParam, SystemParamItem,
 };
 pub use schedule::Schedule;
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
@@ -76,6 +76,6 @@ pub use trace::{Trace, TraceEvent};
 pub mod prelude {
     pub use crate::{
         CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local, Query,
-        Res, ResMut, Schedule, SystemSet, apply_deferred,
+        RemovedComponents, Res, ResMut, Schedule, SystemSet, apply_deferred,
     };
 }

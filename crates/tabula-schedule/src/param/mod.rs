@@ -19,8 +19,10 @@ use tabula_core::{
 use crate::access::SystemAccess;
 
 mod deferred;
+mod removed;
 
 pub use deferred::{EventReader, EventWriter};
+pub use removed::RemovedComponents;
 
 pub use tabula_core::query::RunTicks;
 
