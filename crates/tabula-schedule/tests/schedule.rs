@@ -228,6 +228,132 @@ fn aliasing_params_panic_naming_system_params_and_component() {
     }
 }
 
+/// The advice of a query conflict: what follows "writes what the other reads or writes. ".
+fn conflict_advice(message: &str) -> &str {
+    let lead = "writes what the other reads or writes. ";
+    let at = message
+        .find(lead)
+        .unwrap_or_else(|| panic!("not a conflict: {message}"));
+    &message[at + lead.len()..]
+}
+
+#[test]
+fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
+    struct Player;
+    fn bare(_a: Query<&mut Position>, _b: Query<&Position>) {}
+    let message = system_panic(|s| s.add_systems(bare));
+    assert!(
+        message.starts_with("system `schedule::unfiltered_conflicting_queries_are_told_which_without_to_add::bare`: parameter `"),
+        "{message}"
+    );
+    assert!(message.contains("conflicts with parameter `"), "{message}");
+    assert!(message.contains("` on `schedule::Position`"), "{message}");
+    assert_eq!(
+        conflict_advice(&message),
+        "Add a `Without<..>` filter to one query so they cannot match the same entity, or merge \
+         them into one parameter."
+    );
+    // When one query requires a component the other does not touch, the advice names it.
+    fn player_and_all(_players: Query<(&mut Position, &Player)>, _all: Query<&Position>) {}
+    let message = system_panic(|s| s.add_systems(player_and_all));
+    let player = std::any::type_name::<Player>();
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "One requires `{player}`: add `Without<{player}>` to the other so they cannot match \
+             the same entity, or merge them into one parameter."
+        )
+    );
+}
+
+/// The advice for queries whose filters exist but do not prove them disjoint, after this
+/// explanation.
+const FILTERS_DO_NOT_PROVE: &str = "Their filters do not prove them disjoint: one must require a \
+     component (through `With<C>`, `&C` or `&mut C`, or every branch of an `Or`) that the other \
+     excludes with `Without<C>`. ";
+
+#[test]
+fn overlapping_or_filters_are_told_why_they_do_not_separate_the_queries() {
+    struct Player;
+    struct Enemy;
+    // `Enemy` without `Player` matches both.
+    fn overlapping(
+        _actors: Query<&mut Position, tabula_core::Or<(With<Player>, With<Enemy>)>>,
+        _others: Query<&Position, Without<Player>>,
+    ) {
+    }
+    let message = system_panic(|s| s.add_systems(overlapping));
+    let others = std::any::type_name::<Query<&Position, Without<Player>>>();
+    assert!(
+        message.contains(&format!("parameter `{others}` conflicts with parameter `")),
+        "{message}"
+    );
+    let enemy = std::any::type_name::<Enemy>();
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "{FILTERS_DO_NOT_PROVE}Add `Without<{enemy}>` to `{others}`, or merge them into one \
+             parameter."
+        )
+    );
+    // Two `Or`s whose branches overlap: the second's `Player` branch meets the first's.
+    fn two_ors(
+        _a: Query<&mut Position, tabula_core::Or<(With<Player>, With<Enemy>)>>,
+        _b: Query<&Position, tabula_core::Or<(With<Player>, With<Frozen>)>>,
+    ) {
+    }
+    let message = system_panic(|s| s.add_systems(two_ors));
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, or \
+             merge them into one parameter."
+        ),
+        "no single `Without` closes both `Or`s"
+    );
+}
+
+#[test]
+fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_the_queries() {
+    struct Player;
+    struct Enemy;
+    fn unrelated(_players: Query<&mut Position, With<Player>>, _friends: Query<&Position, Without<Enemy>>) {}
+    let message = system_panic(|s| s.add_systems(unrelated));
+    let player = std::any::type_name::<Player>();
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "{FILTERS_DO_NOT_PROVE}One requires `{player}`: add `Without<{player}>` to the other, \
+             or merge them into one parameter."
+        )
+    );
+    // Only exclusions, nothing required: requiring what one excludes separates them.
+    fn two_withouts(
+        _moving: Query<&mut Position, Without<Frozen>>,
+        _alive: Query<&Position, Without<Enemy>>,
+    ) {
+    }
+    let message = system_panic(|s| s.add_systems(two_withouts));
+    let frozen = std::any::type_name::<Frozen>();
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "{FILTERS_DO_NOT_PROVE}One excludes `{frozen}`: add `With<{frozen}>` to the other, or \
+             merge them into one parameter."
+        )
+    );
+    // Both require the same marker: neither can exclude it.
+    fn same_marker(_a: Query<&mut Position, With<Player>>, _b: Query<&Position, With<Player>>) {}
+    let message = system_panic(|s| s.add_systems(same_marker));
+    assert_eq!(
+        conflict_advice(&message),
+        format!(
+            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, or \
+             merge them into one parameter."
+        )
+    );
+}
+
 #[test]
 fn a_condition_missing_its_resource_names_the_system_it_guards() {
     fn guarded() {}

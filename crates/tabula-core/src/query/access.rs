@@ -187,6 +187,37 @@ impl Access {
                 .any(|ours| ours.iter().all(|our| branch.excludes(&our.with, &our.without)))
     }
 
+    /// True when a `With`, `Without` or `Or` filter narrows the access beyond what its data
+    /// terms require (`&C` and `&mut C` require `C` too, so `(&C, With<C>)` does not count).
+    pub fn has_archetype_filter(&self) -> bool {
+        !self.without.is_empty() || !self.one_of.is_empty() || self.with.ids().any(|id| !self.is_data(id))
+    }
+
+    /// A component `C` such that adding `Without<C>` to `other` would prove the two
+    /// disjoint, for advice when they conflict. Candidates, most likely meant first: what
+    /// this access requires through a `With` filter, then through its data, then what a
+    /// branch of one of its `Or`s requires. A component `other` requires, reads or writes is
+    /// never offered: excluding it would leave `other` matching nothing it can use.
+    pub fn separating_without(&self, other: &Access) -> Option<ComponentId> {
+        let filters = self.with.ids().filter(|&id| !self.is_data(id));
+        let data = self.with.ids().filter(|&id| self.is_data(id));
+        let branches = self.one_of.iter().flatten().flat_map(|branch| branch.with.ids());
+        filters
+            .chain(data)
+            .chain(branches)
+            .filter(|&id| !other.with.contains(id) && !other.is_data(id))
+            .find(|&id| {
+                let mut narrowed = other.clone();
+                narrowed.add_without(id);
+                self.is_disjoint(&narrowed)
+            })
+    }
+
+    /// True when the access reads or writes `id` (through a data term or a tick filter).
+    fn is_data(&self, id: ComponentId) -> bool {
+        self.reads.contains(id) || self.writes.contains(id)
+    }
+
     /// The components through which the two accesses conflict (one writes what the other
     /// reads or writes), unless their filters prove them disjoint.
     pub fn conflicts(&self, other: &Access) -> Vec<ComponentId> {
@@ -333,6 +364,36 @@ mod tests {
         nothing.add_write(id(POS)).unwrap();
         nothing.add_one_of(&[]);
         assert!(nothing.conflicts(&either).is_empty());
+    }
+
+    #[test]
+    fn separating_without_prefers_filters_and_proves_disjointness() {
+        const POS: usize = 1;
+        const VEL: usize = 2;
+        const PLAYER: usize = 3;
+        const ENEMY: usize = 4;
+        // `(&mut Pos, &Vel), With<Player>` against `&Pos`: `Player` before `Vel`.
+        let mut players = filtered(&[PLAYER], &[]);
+        players.add_write(id(POS)).unwrap();
+        players.add_with(id(POS));
+        players.add_read(id(VEL)).unwrap();
+        players.add_with(id(VEL));
+        let mut all = Access::default();
+        all.add_read(id(POS)).unwrap();
+        all.add_with(id(POS));
+        assert!(players.has_archetype_filter());
+        assert!(!all.has_archetype_filter(), "data terms are not filters");
+        assert_eq!(players.separating_without(&all), Some(id(PLAYER)));
+        // Nothing `all` requires can be excluded from `players`, which reads it.
+        assert_eq!(all.separating_without(&players), None);
+        // `Or<(With<Player>, With<Enemy>)>` against `Without<Player>`: exclude `Enemy` too.
+        let mut either = Access::default();
+        either.add_write(id(POS)).unwrap();
+        either.add_one_of(&[filtered(&[PLAYER], &[]), filtered(&[ENEMY], &[])]);
+        let not_player = filtered(&[], &[PLAYER]);
+        assert!(either.has_archetype_filter() && not_player.has_archetype_filter());
+        assert_eq!(either.separating_without(&not_player), Some(id(ENEMY)));
+        assert_eq!(not_player.separating_without(&either), None);
     }
 
     #[test]

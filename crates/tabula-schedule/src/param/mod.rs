@@ -12,8 +12,8 @@ use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
-    Access, CommandError, Component, Entity, LastRun, Mut, QueryError, QueryState, Ref, UnsafeWorldCell,
-    World,
+    Access, CommandError, Component, ComponentId, Entity, LastRun, Mut, QueryError, QueryState, Ref,
+    UnsafeWorldCell, World,
 };
 
 use crate::access::SystemAccess;
@@ -106,13 +106,20 @@ impl SystemMeta {
                 names(&mut access.writes().ids()),
             );
         }
-        if let Err((other, ids)) = self.access.add_param(param.to_string(), access) {
+        if let Err((other, ids)) = self.access.add_param(param.to_string(), access.clone()) {
             let is_query = |name: &str| name.starts_with("Query<") || name.contains("::Query<");
             let advice = if is_query(param) && is_query(&other) {
-                "Add a `Without<..>` filter to one query so they cannot match the same entity, or \
-                 merge them into one parameter."
+                let earlier = self
+                    .access
+                    .params()
+                    .iter()
+                    .find(|(name, earlier)| *name == other && !earlier.conflicts(&access).is_empty())
+                    .map(|(_, earlier)| earlier)
+                    .expect("add_param names the parameter it conflicts with");
+                let name = |id| world.components().info(id).name();
+                query_advice(param, &access, &other, earlier, name)
             } else {
-                "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say)."
+                "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say).".into()
             };
             panic!(
                 "{}: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
@@ -142,6 +149,60 @@ impl SystemMeta {
             );
         }
         self.access.set_reads_all();
+    }
+}
+
+/// How to fix two query parameters, `param` (`access`) and the earlier `other` (`earlier`),
+/// that conflict: which `Without<C>` would separate them, and, when they already carry
+/// filters, why those do not.
+fn query_advice(
+    param: &str,
+    access: &Access,
+    other: &str,
+    earlier: &Access,
+    name: impl Fn(ComponentId) -> &'static str,
+) -> String {
+    let filtered = access.has_archetype_filter() || earlier.has_archetype_filter();
+    // A component one query requires is the clearest advice ("one requires `C`"); one found
+    // through an `Or`'s branches needs the query it goes on named.
+    let fix = match (
+        earlier.separating_without(access),
+        access.separating_without(earlier),
+    ) {
+        (Some(c), _) if earlier.with().contains(c) => Some((c, None)),
+        (_, Some(c)) if access.with().contains(c) => Some((c, None)),
+        (Some(c), _) => Some((c, Some(param))),
+        (_, Some(c)) => Some((c, Some(other))),
+        (None, None) => None,
+    };
+    // Failing that, a component only one excludes separates them once the other requires it.
+    fn only_excluded_by<'a>(one: &'a Access, other: &'a Access) -> impl Iterator<Item = ComponentId> + 'a {
+        one.without().ids().filter(|&c| !other.without().contains(c))
+    }
+    let excluded = only_excluded_by(earlier, access)
+        .chain(only_excluded_by(access, earlier))
+        .next();
+    let fix = match (fix, excluded) {
+        (Some((c, None)), _) => {
+            let c = name(c);
+            format!("One requires `{c}`: add `Without<{c}>` to the other")
+        }
+        (Some((c, Some(target))), _) => format!("Add `Without<{}>` to `{target}`", name(c)),
+        (None, Some(c)) => {
+            let c = name(c);
+            format!("One excludes `{c}`: add `With<{c}>` to the other")
+        }
+        (None, None) if filtered => "Add `With<C>` to one query and `Without<C>` to the other".to_string(),
+        (None, None) => "Add a `Without<..>` filter to one query".to_string(),
+    };
+    if filtered {
+        format!(
+            "Their filters do not prove them disjoint: one must require a component (through \
+             `With<C>`, `&C` or `&mut C`, or every branch of an `Or`) that the other excludes \
+             with `Without<C>`. {fix}, or merge them into one parameter."
+        )
+    } else {
+        format!("{fix} so they cannot match the same entity, or merge them into one parameter.")
     }
 }
 
