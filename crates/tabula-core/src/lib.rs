@@ -62,6 +62,7 @@ pub mod removal;
 mod resource;
 mod storage;
 mod sync;
+mod type_name;
 mod world;
 
 pub use archetype::{Archetype, ArchetypeId};
@@ -78,4 +79,5 @@ pub use query::{
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use resource::ResourceError;
+pub use type_name::short_type_name;
 pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId};

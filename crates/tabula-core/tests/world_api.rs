@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tabula_core::{ArchetypeId, Changed, Entity, EntityError, World};
+use tabula_core::{ArchetypeId, Changed, Entity, EntityError, QueryError, World};
 
 #[derive(Debug, PartialEq, Clone, Copy)]
 struct Position(f32, f32);
@@ -900,4 +900,35 @@ fn clear_keeps_old_ids_dead() {
         assert!(!new.contains(&e), "{e:?} was handed out again");
     }
     assert!(new.iter().all(|&e| world.get::<Health>(e) == Ok(&Health(2))));
+}
+
+#[test]
+fn query_errors_name_the_query_without_module_paths() {
+    let mut world = World::new();
+    let walker = world.spawn((Position(0.0, 0.0),));
+    let mut players = world.query_filtered::<(&mut Position, Option<&Health>), tabula_core::With<Player>>();
+    let err = players.get_mut(&mut world, walker).unwrap_err();
+    // The field keeps the full name; the message shows the short one.
+    assert!(
+        matches!(err, QueryError::NoMatch { query, .. } if query.contains("world_api::Position")),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("query `((&mut Position, Option<&Health>), With<Player>)` does not match entity {walker:?}")
+    );
+    assert_eq!(
+        players
+            .single_mut(&mut world)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
+        "query `((&mut Position, Option<&Health>), With<Player>)` matched no entity; `single` needs exactly one"
+    );
+    world.spawn((Position(1.0, 1.0),));
+    let mut positions = world.query::<&Position>();
+    assert_eq!(
+        positions.single(&world).unwrap_err().to_string(),
+        "query `(&Position, ())` matched more than one entity; `single` needs exactly one"
+    );
 }

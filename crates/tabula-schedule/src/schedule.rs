@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use tabula_core::{World, WorldId};
+use tabula_core::{World, WorldId, short_type_name};
 
 use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
 use crate::executor::plan::Plan;
@@ -535,9 +535,9 @@ impl Schedule {
                 if after[0] == index {
                     sync_node[sync] = nodes.len();
                     nodes.push(Node::Sync);
-                    let members: Vec<&str> = members
+                    let members: Vec<String> = members
                         .iter()
-                        .map(|&m| short_name(self.slots[m].system.name()))
+                        .map(|&m| short_type_name(self.slots[m].system.name()))
                         .collect();
                     names.push(format!("sync after {}", members.join(", ")));
                 }
@@ -687,7 +687,7 @@ impl Schedule {
             "digraph schedule {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=11];\n",
         );
         for (node, name) in built.names.iter().enumerate() {
-            let short = short_name(name);
+            let short = short_type_name(name);
             let (shape, style) = match built.nodes[node] {
                 Node::Sync => ("diamond", "filled\", fillcolor=\"#f6d365"),
                 Node::System(i) if self.slots[i].access.is_exclusive() => {
@@ -698,7 +698,7 @@ impl Schedule {
             let label = if matches!(built.nodes[node], Node::Sync) {
                 "sync"
             } else {
-                short
+                &short
             };
             writeln!(
                 dot,
@@ -768,10 +768,4 @@ fn same_factories(made: &[ConditionFactory], wanted: &[ConditionFactory]) -> boo
 /// True when both are the one factory (a run condition given once, shared by its systems).
 fn same_factory(a: &ConditionFactory, b: &ConditionFactory) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
-}
-
-/// `crate::module::function` -> `function`.
-fn short_name(name: &str) -> &str {
-    let base = name.split('<').next().unwrap_or(name);
-    base.rsplit("::").next().unwrap_or(base)
 }

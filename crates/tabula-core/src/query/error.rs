@@ -3,8 +3,14 @@
 use std::fmt;
 
 use crate::entity::Entity;
+use crate::type_name::short_type_name;
 
 /// Why a query could not produce what was asked of it.
+///
+/// The `query` fields hold the full [`type_name`](std::any::type_name) of the query's data
+/// and filter; the message shows it with each path cut to its last segment (see
+/// [`short_type_name`](crate::short_type_name)), so `query` `(&mut my_game::Position,
+/// tabula_core::query::filter::With<my_game::Player>)` reads `(&mut Position, With<Player>)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueryError {
     /// The entity does not exist.
@@ -13,19 +19,20 @@ pub enum QueryError {
     NoMatch {
         /// The entity.
         entity: Entity,
-        /// The query's type, e.g. `(&mut Position, &Velocity)`.
+        /// The full type name of the query's data and filter, e.g.
+        /// `(&mut my_game::Position, tabula_core::query::filter::With<my_game::Player>)`.
         query: &'static str,
     },
     /// `get_many_mut` was given the same entity twice.
     AliasedMutability(Entity),
     /// `single` found no entity.
     NoEntities {
-        /// The query's type.
+        /// The full type name of the query's data and filter.
         query: &'static str,
     },
     /// `single` found more than one entity.
     MultipleEntities {
-        /// The query's type.
+        /// The full type name of the query's data and filter.
         query: &'static str,
     },
 }
@@ -34,7 +41,10 @@ impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoSuchEntity(e) => write!(f, "entity {e:?} does not exist"),
-            Self::NoMatch { entity, query } => write!(f, "query `{query}` does not match entity {entity:?}"),
+            Self::NoMatch { entity, query } => {
+                let query = short_type_name(query);
+                write!(f, "query `{query}` does not match entity {entity:?}")
+            }
             Self::AliasedMutability(e) => {
                 write!(
                     f,
@@ -42,9 +52,11 @@ impl fmt::Display for QueryError {
                 )
             }
             Self::NoEntities { query } => {
+                let query = short_type_name(query);
                 write!(f, "query `{query}` matched no entity; `single` needs exactly one")
             }
             Self::MultipleEntities { query } => {
+                let query = short_type_name(query);
                 write!(
                     f,
                     "query `{query}` matched more than one entity; `single` needs exactly one"
