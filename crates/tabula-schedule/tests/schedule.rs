@@ -228,6 +228,11 @@ fn aliasing_params_panic_naming_system_params_and_component() {
     }
 }
 
+/// `T`'s name as messages print it, without module paths.
+fn short<T: ?Sized>() -> String {
+    tabula_core::short_type_name(std::any::type_name::<T>())
+}
+
 /// The advice of a query conflict: what follows "writes what the other reads or writes. ".
 fn conflict_advice(message: &str) -> &str {
     let lead = "writes what the other reads or writes. ";
@@ -247,7 +252,7 @@ fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
         "{message}"
     );
     assert!(message.contains("conflicts with parameter `"), "{message}");
-    assert!(message.contains("` on `schedule::Position`"), "{message}");
+    assert!(message.contains("` on `Position`"), "{message}");
     assert_eq!(
         conflict_advice(&message),
         "Add a `Without<..>` filter to one query so they cannot match the same entity, or merge \
@@ -256,7 +261,7 @@ fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
     // When one query requires a component the other does not touch, the advice names it.
     fn player_and_all(_players: Query<(&mut Position, &Player)>, _all: Query<&Position>) {}
     let message = system_panic(|s| s.add_systems(player_and_all));
-    let player = std::any::type_name::<Player>();
+    let player = short::<Player>();
     assert_eq!(
         conflict_advice(&message),
         format!(
@@ -283,12 +288,12 @@ fn overlapping_or_filters_are_told_why_they_do_not_separate_the_queries() {
     ) {
     }
     let message = system_panic(|s| s.add_systems(overlapping));
-    let others = std::any::type_name::<Query<&Position, Without<Player>>>();
+    let others = short::<Query<&Position, Without<Player>>>();
     assert!(
         message.contains(&format!("parameter `{others}` conflicts with parameter `")),
         "{message}"
     );
-    let enemy = std::any::type_name::<Enemy>();
+    let enemy = short::<Enemy>();
     assert_eq!(
         conflict_advice(&message),
         format!(
@@ -319,7 +324,7 @@ fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_th
     struct Enemy;
     fn unrelated(_players: Query<&mut Position, With<Player>>, _friends: Query<&Position, Without<Enemy>>) {}
     let message = system_panic(|s| s.add_systems(unrelated));
-    let player = std::any::type_name::<Player>();
+    let player = short::<Player>();
     assert_eq!(
         conflict_advice(&message),
         format!(
@@ -334,7 +339,7 @@ fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_th
     ) {
     }
     let message = system_panic(|s| s.add_systems(two_withouts));
-    let frozen = std::any::type_name::<Frozen>();
+    let frozen = short::<Frozen>();
     assert_eq!(
         conflict_advice(&message),
         format!(

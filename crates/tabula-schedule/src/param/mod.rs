@@ -13,7 +13,7 @@ use std::ops::{Deref, DerefMut};
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
     Access, CommandError, Component, ComponentId, Entity, LastRun, Mut, QueryError, QueryState, Ref,
-    UnsafeWorldCell, World,
+    UnsafeWorldCell, World, short_type_name,
 };
 
 use crate::access::SystemAccess;
@@ -93,16 +93,18 @@ impl SystemMeta {
     /// When it aliases an earlier parameter of the same system; the message names the
     /// system, both parameters and the component, and says how to fix it.
     pub fn add_param_access(&mut self, world: &World, param: &str, access: Access) {
+        // Messages name types without their module paths: `Query<&mut Position>`.
         let names = |ids: &mut dyn Iterator<Item = tabula_core::ComponentId>| {
-            ids.map(|id| world.components().info(id).name())
+            ids.map(|id| short_type_name(world.components().info(id).name()))
                 .collect::<Vec<_>>()
                 .join("`, `")
         };
         if self.access.reads_all() && !access.writes().is_empty() {
             panic!(
-                "{}: parameter `{param}` writes `{}`, but parameter `&World` reads the whole \
+                "{}: parameter `{}` writes `{}`, but parameter `&World` reads the whole \
                  world. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
                 self.describe(),
+                short_type_name(param),
                 names(&mut access.writes().ids()),
             );
         }
@@ -116,15 +118,23 @@ impl SystemMeta {
                     .find(|(name, earlier)| *name == other && !earlier.conflicts(&access).is_empty())
                     .map(|(_, earlier)| earlier)
                     .expect("add_param names the parameter it conflicts with");
-                let name = |id| world.components().info(id).name();
-                query_advice(param, &access, &other, earlier, name)
+                let name = |id| short_type_name(world.components().info(id).name());
+                query_advice(
+                    &short_type_name(param),
+                    &access,
+                    &short_type_name(&other),
+                    earlier,
+                    name,
+                )
             } else {
                 "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say).".into()
             };
             panic!(
-                "{}: parameter `{param}` conflicts with parameter `{other}` on `{}`: one of them \
+                "{}: parameter `{}` conflicts with parameter `{}` on `{}`: one of them \
                  writes what the other reads or writes. {advice}",
                 self.describe(),
+                short_type_name(param),
+                short_type_name(&other),
                 names(&mut ids.into_iter()),
             );
         }
@@ -143,9 +153,11 @@ impl SystemMeta {
     pub fn add_reads_all(&mut self, param: &str) {
         if let Some((other, _)) = self.access.params().iter().find(|(_, a)| !a.writes().is_empty()) {
             panic!(
-                "{}: parameter `{param}` reads the whole world, but parameter `{other}` writes part \
+                "{}: parameter `{}` reads the whole world, but parameter `{}` writes part \
                  of it. Take `&mut World` (an exclusive system) or drop the `&World` parameter.",
-                self.describe()
+                self.describe(),
+                short_type_name(param),
+                short_type_name(other),
             );
         }
         self.access.set_reads_all();
@@ -160,7 +172,7 @@ fn query_advice(
     access: &Access,
     other: &str,
     earlier: &Access,
-    name: impl Fn(ComponentId) -> &'static str,
+    name: impl Fn(ComponentId) -> String,
 ) -> String {
     let filtered = access.has_archetype_filter() || earlier.has_archetype_filter();
     // A component one query requires is the clearest advice ("one requires `C`"); one found
