@@ -108,7 +108,11 @@ impl std::fmt::Debug for World {
     }
 }
 
-#[cold]
+/// The error for `entity` lacking a `T`. Built in place rather than by a (cold) call: a call
+/// on the miss path clobbers the caller-saved registers, and a caller's lookup loop then keeps
+/// its values on the stack and reloads them on every lookup (`View::get` in a loop: 1.63x →
+/// 1.36x a plain `Vec` index).
+#[inline(always)]
 pub(crate) fn missing<T>(entity: Entity) -> EntityError {
     EntityError::MissingComponent {
         entity,

@@ -118,7 +118,11 @@ impl<'w, T: Component> View<'w, T> {
     }
 
     /// [`get`](Self::get) for an entity outside the hot archetype (or not alive).
-    #[inline(never)]
+    ///
+    /// Inlined, and without a call in it (see [`missing`]): a call, however rare, clobbers the
+    /// caller-saved registers, and the caller's lookup loop then keeps its values on the
+    /// stack and reloads them on every lookup.
+    #[inline(always)]
     fn get_elsewhere(&self, entity: Entity) -> Result<&'w T, EntityError> {
         let location = self
             .locations
