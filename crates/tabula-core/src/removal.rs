@@ -23,7 +23,8 @@
 //! [`EventCursor<Entity>`](crate::EventCursor), one per reader. So an entity that lost `T`
 //! during run `N` is readable during runs `N` and `N + 1`, exactly as an event sent then
 //! would be, and each reader sees it once. A logged entity may be dead by the time it is
-//! read, or may have `T` again.
+//! read, or may have `T` again. A world that no schedule runs must call `update_events`
+//! itself, or the logs keep growing.
 //!
 //! ```
 //! use tabula_core::{EventCursor, World};
