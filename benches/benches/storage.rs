@@ -5,7 +5,8 @@
 //! their storage the same way; only the data structure differs.
 //!
 //! Run with `cargo bench -p tabula-benches --bench storage`; results are summarised in
-//! `docs/benchmarks.md`.
+//! `docs/benchmarks.md`. `TABULA_BENCH_ROUNDS=300` runs each group in interleaved rounds
+//! instead of under criterion (see `harness/mod.rs`): steadier ratios on a busy machine.
 
 // Most component fields are written and never read back: only the storage cost matters here.
 #![allow(dead_code)]
@@ -13,8 +14,15 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 use tabula::prelude::*;
+use tabula::{QueryState, View};
+
+#[macro_use]
+mod harness;
+
+use harness::*;
 
 // The components of the community's standard workloads (ecs_bench_suite).
 
@@ -45,78 +53,57 @@ fn position(i: usize) -> Position {
     Position([i as f32, 1.0, 2.0])
 }
 
-/// A seeded xorshift64* generator: enough to shuffle an index list the same way every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Fisher–Yates shuffle.
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            items.swap(i, j);
-        }
-    }
-}
-
 /// A fixed permutation of `0..n`.
 fn shuffled_indices(n: usize) -> Vec<usize> {
-    let mut indices: Vec<usize> = (0..n).collect();
-    Rng(0x9e37_79b9_7f4a_7c15).shuffle(&mut indices);
-    indices
+    shuffled(n, &mut Rng(0x9e37_79b9_7f4a_7c15))
+}
+
+/// State for groups whose passes make all their data afresh.
+struct Fresh;
+
+impl Rounds for Fresh {}
+
+/// The `simple_insert` bundle of entity `i`.
+fn simple_bundle(i: usize) -> (Transform, Position, Rotation, Velocity) {
+    (
+        IDENTITY,
+        position(i),
+        Rotation([0.0; 3]),
+        Velocity([1.0, 0.0, 0.0]),
+    )
 }
 
 /// New storage plus 10,000 entities of (Transform, Position, Rotation, Velocity).
 fn simple_insert(c: &mut Criterion) {
     const N: usize = 10_000;
-    let bundle = |i| {
-        (
-            IDENTITY,
-            position(i),
-            Rotation([0.0; 3]),
-            Velocity([1.0, 0.0, 0.0]),
-        )
-    };
-    let mut group = c.benchmark_group("simple_insert");
-    group.bench_function("tabula_spawn_batch", |b| {
-        b.iter(|| {
+    bench_group!(c, "simple_insert", &mut placements(|_| Fresh), [
+        "tabula_spawn_batch" => |_: &mut Fresh| {
             let mut world = World::new();
-            world.spawn_batch((0..N).map(bundle)).for_each(drop);
-            world
-        })
-    });
-    group.bench_function("tabula_spawn_loop", |b| {
-        b.iter(|| {
+            world.spawn_batch((0..N).map(simple_bundle)).for_each(drop);
+            black_box(world);
+        };
+        "tabula_spawn_loop" => |_: &mut Fresh| {
             let mut world = World::new();
             for i in 0..N {
-                world.spawn(bundle(i));
+                world.spawn(simple_bundle(i));
             }
-            world
-        })
-    });
-    group.bench_function("raw", |b| {
-        b.iter(|| {
+            black_box(world);
+        };
+        "raw" => |_: &mut Fresh| {
             let mut transforms = Vec::with_capacity(N);
             let mut positions = Vec::with_capacity(N);
             let mut rotations = Vec::with_capacity(N);
             let mut velocities = Vec::with_capacity(N);
             for i in 0..N {
-                let (t, p, r, v) = bundle(i);
+                let (t, p, r, v) = simple_bundle(i);
                 transforms.push(t);
                 positions.push(p);
                 rotations.push(r);
                 velocities.push(v);
             }
-            (transforms, positions, rotations, velocities)
-        })
-    });
-    group.finish();
+            black_box((transforms, positions, rotations, velocities));
+        };
+    ]);
 }
 
 /// A minimal sparse set of `B` keyed by entity index, with added/changed ticks: the
@@ -165,86 +152,108 @@ impl SparseSet {
     }
 }
 
+/// The `add_remove` storages: two worlds of `A` (one-at-a-time and batch entries), the
+/// sparse set, and the raw columns.
+struct AddRemove {
+    world: World,
+    entities: Vec<Entity>,
+    batch_world: World,
+    batch_entities: Vec<Entity>,
+    handles: Vec<(u32, u32)>,
+    generations: Vec<u32>,
+    set: SparseSet,
+    tick: u32,
+    a: Vec<A>,
+    bs: Vec<Option<B>>,
+}
+
+impl AddRemove {
+    const N: usize = 10_000;
+
+    fn new() -> Self {
+        let n = Self::N;
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        let mut batch_world = World::new();
+        let batch_entities = batch_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        Self {
+            world,
+            entities,
+            batch_world,
+            batch_entities,
+            handles: (0..n as u32).map(|i| (i, 1)).collect(),
+            generations: vec![1; n],
+            set: SparseSet::default(),
+            tick: 0,
+            a: (0..n).map(|i| A(i as f32)).collect(),
+            bs: (0..n).map(|_| None).collect(),
+        }
+    }
+}
+
+impl Rounds for AddRemove {}
+
 /// 10,000 entities with `A`: add `B` to each, then remove it from each; one by one, and as
 /// one batch of each (`insert_batch`, `remove_batch`).
 fn add_remove(c: &mut Criterion) {
-    const N: usize = 10_000;
-    let mut group = c.benchmark_group("add_remove");
-    group.bench_function("tabula", |b| {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world.spawn_batch((0..N).map(|i| (A(i as f32),))).collect();
-        b.iter(|| {
-            for &e in &entities {
-                world.insert_one(e, B(0.0)).unwrap();
+    bench_group!(c, "add_remove", &mut placements(|_| AddRemove::new()), [
+        "tabula" => |s: &mut AddRemove| {
+            for &e in &s.entities {
+                s.world.insert_one(e, B(0.0)).unwrap();
             }
-            for &e in &entities {
-                world.remove_one::<B>(e).unwrap();
+            for &e in &s.entities {
+                s.world.remove_one::<B>(e).unwrap();
             }
-        })
-    });
-    group.bench_function("tabula_batch", |b| {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world.spawn_batch((0..N).map(|i| (A(i as f32),))).collect();
-        b.iter(|| {
-            world
-                .insert_batch(entities.iter().map(|&e| (e, (B(0.0),))))
+        };
+        "tabula_batch" => |s: &mut AddRemove| {
+            s.batch_world
+                .insert_batch(s.batch_entities.iter().map(|&e| (e, (B(0.0),))))
                 .unwrap();
-            world.remove_batch::<(B,)>(&entities).unwrap()
-        })
-    });
-    // Diagnostic: the same adds and removes through a hand-written sparse set for `B`
-    // (values outside any table, so nothing moves), with generation-checked handles: the
-    // floor of the storage that does not move rows, for comparison with the target.
-    group.bench_function("raw_sparse_set", |b| {
-        let handles: Vec<(u32, u32)> = (0..N as u32).map(|i| (i, 1)).collect();
-        let generations = vec![1u32; N];
-        let mut set = SparseSet::default();
-        let mut tick = 0u32;
-        b.iter(|| {
-            for &(index, generation) in &handles {
-                assert_eq!(generations[index as usize], generation, "stale handle");
-                tick = tick.wrapping_add(1);
-                set.insert(index, B(0.0), tick);
+            black_box(s.batch_world.remove_batch::<(B,)>(&s.batch_entities).unwrap());
+        };
+        // Diagnostic: the same adds and removes through a hand-written sparse set for `B`
+        // (values outside any table, so nothing moves), with generation-checked handles: the
+        // floor of the storage that does not move rows, for comparison with the target.
+        "raw_sparse_set" => |s: &mut AddRemove| {
+            for &(index, generation) in &s.handles {
+                assert_eq!(s.generations[index as usize], generation, "stale handle");
+                s.tick = s.tick.wrapping_add(1);
+                s.set.insert(index, B(0.0), s.tick);
             }
-            for &(index, generation) in &handles {
-                assert_eq!(generations[index as usize], generation, "stale handle");
-                black_box(set.remove(index).expect("inserted above"));
+            for &(index, generation) in &s.handles {
+                assert_eq!(s.generations[index as usize], generation, "stale handle");
+                black_box(s.set.remove(index).expect("inserted above"));
             }
-        })
-    });
-    group.bench_function("raw", |b| {
-        let a: Vec<A> = (0..N).map(|i| A(i as f32)).collect();
-        let mut bs: Vec<Option<B>> = (0..N).map(|_| None).collect();
-        b.iter(|| {
-            for slot in &mut bs {
+        };
+        "raw" => |s: &mut AddRemove| {
+            for slot in &mut s.bs {
                 *slot = Some(B(0.0));
             }
             // Keeps the "add" pass from being optimised away as a dead store.
-            black_box(&mut bs);
-            for slot in &mut bs {
+            black_box(&mut s.bs);
+            for slot in &mut s.bs {
                 *slot = None;
             }
-            black_box((&a, &mut bs));
-        })
-    });
-    group.finish();
+            black_box((&s.a, &mut s.bs));
+        };
+    ]);
 }
 
 /// New storage plus 1,000,000 entities of (Position, Velocity).
 fn spawn_1m(c: &mut Criterion) {
     const N: usize = 1_000_000;
     let bundle = |i| (position(i), Velocity([1.0, 0.0, 0.0]));
-    let mut group = c.benchmark_group("spawn_1m");
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
-    group.bench_function("tabula", |b| {
-        b.iter(|| {
+    // Under criterion: fewer, longer samples (each pass takes tens of milliseconds).
+    let configure = |group: &mut BenchmarkGroup<'_, WallTime>| {
+        group.sample_size(10).measurement_time(Duration::from_secs(5));
+    };
+    bench_group!(c, "spawn_1m", &mut placements(|_| Fresh), configure configure, [
+        "tabula" => |_: &mut Fresh| {
             let mut world = World::new();
             world.spawn_batch((0..N).map(bundle)).for_each(drop);
-            world
-        })
-    });
-    group.bench_function("raw", |b| {
-        b.iter(|| {
+            black_box(world);
+        };
+        "raw" => |_: &mut Fresh| {
             let mut positions = Vec::with_capacity(N);
             let mut velocities = Vec::with_capacity(N);
             for i in 0..N {
@@ -252,180 +261,199 @@ fn spawn_1m(c: &mut Criterion) {
                 positions.push(p);
                 velocities.push(v);
             }
-            (positions, velocities)
-        })
-    });
-    group.finish();
+            black_box((positions, velocities));
+        };
+    ]);
 }
+
+/// The smallest storage that can despawn by id: dense columns plus a row-per-id table.
+/// Despawn = look up the row, swap-remove it from every column, and point the moved id at
+/// its new row. No generations, no free list.
+struct RawStorage {
+    row_of: Vec<u32>,
+    ids: Vec<u32>,
+    positions: Vec<Position>,
+    velocities: Vec<Velocity>,
+}
+
+/// What a `despawn_10k` pass despawns from, made before each pass (untimed).
+#[derive(Default)]
+struct Despawn {
+    world: Option<(World, Vec<Entity>)>,
+    raw: Option<RawStorage>,
+}
+
+impl Rounds for Despawn {}
 
 /// Despawning 10,000 entities of (Position, Velocity), in spawn order. Building the storage
 /// and dropping what is left happen outside the timing.
 fn despawn_10k(c: &mut Criterion) {
     const N: usize = 10_000;
     let bundle = |i| (position(i), Velocity([1.0, 0.0, 0.0]));
-    let mut group = c.benchmark_group("despawn_10k");
-    group.bench_function("tabula", |b| {
-        b.iter_batched(
-            || {
-                let mut world = World::new();
-                let entities: Vec<Entity> = world.spawn_batch((0..N).map(bundle)).collect();
-                (world, entities)
-            },
-            |(mut world, entities)| {
-                for &e in &entities {
-                    world.despawn(e).unwrap();
+    bench_group!(c, "despawn_10k", &mut placements(|_| Despawn::default()), [
+        "tabula" => |s: &mut Despawn| {
+            let (world, entities) = s.world.as_mut().expect("prepared");
+            for &e in entities.iter() {
+                world.despawn(e).unwrap();
+            }
+        }, prepare |s: &mut Despawn| {
+            s.world = None;
+            let mut world = World::new();
+            let entities: Vec<Entity> = world.spawn_batch((0..N).map(bundle)).collect();
+            s.world = Some((world, entities));
+        };
+        "raw" => |s: &mut Despawn| {
+            let s = s.raw.as_mut().expect("prepared");
+            for id in 0..N {
+                let row = s.row_of[id] as usize;
+                s.ids.swap_remove(row);
+                s.positions.swap_remove(row);
+                s.velocities.swap_remove(row);
+                if let Some(&moved) = s.ids.get(row) {
+                    s.row_of[moved as usize] = row as u32;
                 }
-                world
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    // The raw side is the smallest storage that can despawn by id: dense columns plus a
-    // row-per-id table. Despawn = look up the row, swap-remove it from every column, and
-    // point the moved id at its new row. No generations, no free list.
-    struct RawStorage {
-        row_of: Vec<u32>,
-        ids: Vec<u32>,
-        positions: Vec<Position>,
-        velocities: Vec<Velocity>,
-    }
-    group.bench_function("raw", |b| {
-        b.iter_batched(
-            || RawStorage {
+            }
+        }, prepare |s: &mut Despawn| {
+            s.raw = None;
+            s.raw = Some(RawStorage {
                 row_of: (0..N as u32).collect(),
                 ids: (0..N as u32).collect(),
                 positions: (0..N).map(position).collect(),
                 velocities: vec![Velocity([1.0, 0.0, 0.0]); N],
+            });
+        };
+    ]);
+}
+
+/// `n` entities of (Position, Velocity) looked up in a fixed shuffled order: in a world, and
+/// in plain `Vec`s addressed directly or through hand-written entity slots.
+struct RandomGet {
+    world: World,
+    shuffled: Vec<Entity>,
+    query: QueryState<&'static Position>,
+    order: Vec<usize>,
+    positions: Vec<Position>,
+    /// (generation, row) per slot; handles are (slot, generation).
+    slots: Vec<(u32, u32)>,
+    /// (generation, table, row, spare) per slot: the width of tabula's entity slots.
+    slots16: Vec<[u32; 4]>,
+    handles: Vec<(u32, u32)>,
+}
+
+impl RandomGet {
+    fn new(n: usize, copy: usize) -> Self {
+        let order = shuffled_indices(n);
+        let ((mut world, shuffled), positions) = in_turn(
+            copy,
+            || {
+                let mut world = World::new();
+                let entities: Vec<Entity> = world
+                    .spawn_batch((0..n).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
+                    .collect();
+                let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
+                (world, shuffled)
             },
-            |mut s| {
-                for id in 0..N {
-                    let row = s.row_of[id] as usize;
-                    s.ids.swap_remove(row);
-                    s.positions.swap_remove(row);
-                    s.velocities.swap_remove(row);
-                    if let Some(&moved) = s.ids.get(row) {
-                        s.row_of[moved as usize] = row as u32;
-                    }
-                }
-                s
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    group.finish();
+            || (0..n).map(position).collect(),
+        );
+        Self {
+            query: world.query(),
+            world,
+            shuffled,
+            positions,
+            slots: (0..n as u32).map(|i| (1, i)).collect(),
+            slots16: (0..n as u32).map(|i| [1, 0, i, 1]).collect(),
+            handles: order.iter().map(|&i| (i as u32, 1)).collect(),
+            order,
+        }
+    }
+}
+
+impl Rounds for RandomGet {}
+
+/// The sum of `Position`s through a view made afresh, as a system would.
+fn sum_view(s: &mut RandomGet) {
+    let positions: View<'_, Position> = s.world.view::<Position>();
+    let mut sum = 0.0f32;
+    for &e in &s.shuffled {
+        sum += positions.get(e).unwrap().0[0];
+    }
+    black_box(sum);
+}
+
+/// Diagnostic: a hand-written lookup through generation-checked slots into one `Vec`, i.e.
+/// the floor for any storage addressed by generational entity ids.
+fn sum_entity_slots(s: &mut RandomGet) {
+    let mut sum = 0.0f32;
+    for &(slot, generation) in &s.handles {
+        let (current, row) = s.slots[slot as usize];
+        assert_eq!(current, generation, "stale handle");
+        sum += s.positions[row as usize].0[0];
+    }
+    black_box(sum);
+}
+
+/// Diagnostic: the same with 16-byte slots, the width of tabula's entity slots.
+fn sum_entity_slots16(s: &mut RandomGet) {
+    let mut sum = 0.0f32;
+    for &(slot, generation) in &s.handles {
+        let [current, table, row, _] = s.slots16[slot as usize];
+        assert!(current == generation && table == 0, "stale handle");
+        sum += s.positions[row as usize].0[0];
+    }
+    black_box(sum);
+}
+
+fn sum_raw(s: &mut RandomGet) {
+    let mut sum = 0.0f32;
+    for &i in &s.order {
+        sum += s.positions[i].0[0];
+    }
+    black_box(sum);
 }
 
 /// 10,000 lookups of `Position` in a fixed shuffled order, summing one field.
 fn random_get(c: &mut Criterion) {
-    random_get_group(c, "random_get", 10_000, true);
+    bench_group!(c, "random_get", &mut placements(|copy| RandomGet::new(10_000, copy)), [
+        "tabula" => |s: &mut RandomGet| {
+            let mut sum = 0.0f32;
+            for &e in &s.shuffled {
+                sum += s.world.get::<Position>(e).unwrap().0[0];
+            }
+            black_box(sum);
+        };
+        "tabula_view" => sum_view;
+        "tabula_query_get" => |s: &mut RandomGet| {
+            let mut sum = 0.0f32;
+            for &e in &s.shuffled {
+                sum += s.query.get(&s.world, e).unwrap().0[0];
+            }
+            black_box(sum);
+        };
+        "raw_entity_slots" => sum_entity_slots;
+        "raw_entity_slots16" => sum_entity_slots16;
+        "raw" => sum_raw;
+    ]);
     // Diagnostic: the same lookups over 1,000 entities, whose slots and values fit in L1, to
     // tell how much of the gap at 10,000 is the second cache line a slot lookup touches
     // rather than its instructions (docs/benchmarks.md, random_get).
-    random_get_group(c, "random_get_l1", 1_000, false);
+    bench_group!(c, "random_get_l1", &mut placements(|copy| RandomGet::new(1_000, copy)), [
+        "tabula_view" => sum_view;
+        "raw_entity_slots" => sum_entity_slots;
+        "raw_entity_slots16" => sum_entity_slots16;
+        "raw" => sum_raw;
+    ]);
 }
 
-/// `n` lookups of `Position` in a fixed shuffled order; `all` adds the `World::get` and
-/// `QueryState::get` entries.
-fn random_get_group(c: &mut Criterion, name: &str, n: usize, all: bool) {
-    let order = shuffled_indices(n);
-    let mut group = c.benchmark_group(name);
-    let world_and_order = || {
-        let mut world = World::new();
-        let entities: Vec<Entity> = world
-            .spawn_batch((0..n).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
-            .collect();
-        let shuffled: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
-        (world, shuffled)
-    };
-    if all {
-        group.bench_function("tabula", |b| {
-            let (world, shuffled) = world_and_order();
-            b.iter(|| {
-                let mut sum = 0.0f32;
-                for &e in &shuffled {
-                    sum += world.get::<Position>(e).unwrap().0[0];
-                }
-                sum
-            })
-        });
-    }
-    group.bench_function("tabula_view", |b| {
-        let (world, shuffled) = world_and_order();
-        b.iter(|| {
-            // Made afresh every pass, as a system would.
-            let positions = world.view::<Position>();
-            let mut sum = 0.0f32;
-            for &e in &shuffled {
-                sum += positions.get(e).unwrap().0[0];
-            }
-            sum
-        })
-    });
-    if all {
-        group.bench_function("tabula_query_get", |b| {
-            let (mut world, shuffled) = world_and_order();
-            let mut query = world.query::<&Position>();
-            b.iter(|| {
-                let mut sum = 0.0f32;
-                for &e in &shuffled {
-                    sum += query.get(&world, e).unwrap().0[0];
-                }
-                sum
-            })
-        });
-    }
-    // Diagnostic: a hand-written lookup through generation-checked slots into one `Vec`,
-    // i.e. the floor for any storage addressed by generational entity ids.
-    group.bench_function("raw_entity_slots", |b| {
-        let positions: Vec<Position> = (0..n).map(position).collect();
-        // (generation, row) per slot; handles are (slot, generation).
-        let slots: Vec<(u32, u32)> = (0..n as u32).map(|i| (1, i)).collect();
-        let handles: Vec<(u32, u32)> = order.iter().map(|&i| (i as u32, 1)).collect();
-        b.iter(|| {
-            let mut sum = 0.0f32;
-            for &(slot, generation) in &handles {
-                let (current, row) = slots[slot as usize];
-                assert_eq!(current, generation, "stale handle");
-                sum += positions[row as usize].0[0];
-            }
-            sum
-        })
-    });
-    // Diagnostic: the same with 16-byte slots (generation, table, row, spare), the width of
-    // tabula's entity slots: the floor of this layout.
-    group.bench_function("raw_entity_slots16", |b| {
-        let positions: Vec<Position> = (0..n).map(position).collect();
-        let slots: Vec<[u32; 4]> = (0..n as u32).map(|i| [1, 0, i, 1]).collect();
-        let handles: Vec<(u32, u32)> = order.iter().map(|&i| (i as u32, 1)).collect();
-        b.iter(|| {
-            let mut sum = 0.0f32;
-            for &(slot, generation) in &handles {
-                let [current, table, row, _] = slots[slot as usize];
-                assert!(current == generation && table == 0, "stale handle");
-                sum += positions[row as usize].0[0];
-            }
-            sum
-        })
-    });
-    group.bench_function("raw", |b| {
-        let positions: Vec<Position> = (0..n).map(position).collect();
-        b.iter(|| {
-            let mut sum = 0.0f32;
-            for &i in &order {
-                sum += positions[i].0[0];
-            }
-            sum
-        })
-    });
-    group.finish();
-}
-
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
+fn main() {
+    let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
-        .sample_size(30);
-    targets = simple_insert, add_remove, spawn_1m, despawn_10k, random_get
+        .sample_size(30)
+        .configure_from_args();
+    simple_insert(&mut c);
+    add_remove(&mut c);
+    spawn_1m(&mut c);
+    despawn_10k(&mut c);
+    random_get(&mut c);
+    c.final_summary();
 }
-criterion_main!(benches);
