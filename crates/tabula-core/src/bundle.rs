@@ -493,4 +493,41 @@ mod tests {
         assert_eq!(last.get(BundleKey::of::<(i32,)>()), None);
         assert_eq!(last.get(BundleKey::of::<(u32, f32)>()), None);
     }
+
+    /// Keys are addresses of promoted `TypeId` constants. Constants with different
+    /// contents can never share an address (LLVM merges `unnamed_addr` constants only when
+    /// their bytes are equal, and distinct types have distinct `TypeId`s), so bundle types of
+    /// identical layout, zero-sized ones and the empty filler must all get distinct keys, in
+    /// every build profile (run with `cargo test --release`, also with fat LTO).
+    #[test]
+    fn bundle_keys_of_identical_layouts_differ() {
+        struct A(#[allow(dead_code)] u32);
+        struct B(#[allow(dead_code)] u32);
+        struct Z1;
+        struct Z2;
+        fn addr<T: 'static>() -> *const TypeId {
+            BundleKey::of::<T>().0
+        }
+        let keys = [
+            addr::<(A,)>(),
+            addr::<(B,)>(),
+            addr::<(u32,)>(),
+            addr::<(Z1,)>(),
+            addr::<(Z2,)>(),
+            addr::<()>(),
+            addr::<NoBundle>(),
+            addr::<(A, B)>(),
+            addr::<(B, A)>(),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for (j, b) in keys.iter().enumerate() {
+                assert_eq!(i == j, std::ptr::eq(*a, *b), "keys {i} and {j}");
+            }
+        }
+        let mut last = LastBundle::<u32>::default();
+        last.set(BundleKey::of::<(A,)>(), 1);
+        assert_eq!(last.get(BundleKey::of::<(B,)>()), None);
+        assert_eq!(last.get(BundleKey::of::<(A,)>()), Some(1));
+        assert_eq!(LastBundle::<u32>::default().get(BundleKey::of::<()>()), None);
+    }
 }
