@@ -10,6 +10,9 @@ use std::collections::{HashMap, HashSet};
 use tabula_core::query::BatchSize;
 use tabula_core::{Added, Changed, Entity, QueryState, Ref, With, Without, World};
 
+mod common;
+use common::Rng;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct A(u32);
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,20 +34,6 @@ fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
 fn observers_see_exactly_the_changes_the_model_expects() {
     for seed in 1..=12u64 {
         run(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, 1_000);
-    }
-}
-
-/// A seeded xorshift generator, so that a failing seed reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 

@@ -8,6 +8,9 @@ use std::collections::{HashMap, HashSet};
 
 use tabula_core::{Changed, Entity, QueryState, World};
 
+mod common;
+use common::Rng;
+
 /// A component whose value can be made from a number and checked.
 trait Val: tabula_core::Component + PartialEq + std::fmt::Debug {
     fn make(v: u32) -> Self;
@@ -107,19 +110,6 @@ struct M4(u32);
 struct G3([u8; 3]);
 #[derive(Debug, PartialEq, Clone, Copy)]
 struct Tag;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn run<T: Val>(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
