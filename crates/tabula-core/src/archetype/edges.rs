@@ -154,6 +154,20 @@ impl Archetypes {
         unsafe { self.edge_of::<B>(EdgeKind::Remove, registry, bundles, source) }
     }
 
+    /// The edge for `kind` of bundle type `B` from `source` if the source's one-entry cache
+    /// holds it: the lookup of [`edge_of`](Self::edge_of) without its slow half, for the
+    /// call-free fast paths of insert and remove.
+    ///
+    /// # Safety
+    /// `source` is an existing archetype.
+    #[inline(always)]
+    pub(crate) unsafe fn cached_edge<B: Bundle>(&self, remove: bool, source: ArchetypeId) -> Option<usize> {
+        // SAFETY: `source` exists (the caller's contract).
+        let edges = unsafe { &self.archetypes.list.get_unchecked(source.index()).edges };
+        let last = if remove { &edges.last_remove } else { &edges.last_insert };
+        last.get(BundleKey::of::<B>()).map(|edge| edge as usize)
+    }
+
     /// [`insert_edge_of`](Self::insert_edge_of) or [`remove_edge_of`](Self::remove_edge_of);
     /// `kind` is a constant once inlined.
     ///

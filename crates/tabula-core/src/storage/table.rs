@@ -330,6 +330,12 @@ impl Table {
         }
     }
 
+    /// True when one more row fits without growing.
+    #[inline]
+    pub(crate) fn has_room(&self) -> bool {
+        self.len() < self.capacity
+    }
+
     /// Appends a row for `entity` and returns its index. Every column's slot at that row is
     /// uninitialised.
     ///
@@ -339,10 +345,22 @@ impl Table {
     #[inline]
     pub(crate) unsafe fn push_uninit(&mut self, entity: Entity) -> usize {
         self.reserve(1);
+        // SAFETY: `reserve(1)` made room; the caller's contract is passed on.
+        unsafe { self.push_uninit_in_room(entity) }
+    }
+
+    /// [`push_uninit`](Self::push_uninit) into a table that [`has_room`](Self::has_room): no
+    /// growing, so no call.
+    ///
+    /// # Safety
+    /// As for `push_uninit`, and the table has room for the row.
+    #[inline]
+    pub(crate) unsafe fn push_uninit_in_room(&mut self, entity: Entity) -> usize {
+        debug_assert!(self.has_room());
         let row = self.entities.len();
-        // SAFETY: `reserve(1)` left `row < capacity`, and the row list has room for `capacity`
-        // ids (table invariant), so the slot is allocated; the id is written before the length
-        // covers it.
+        // SAFETY: `row < capacity` (the caller's contract), and the row list has room for
+        // `capacity` ids (table invariant), so the slot is allocated; the id is written before
+        // the length covers it.
         unsafe {
             self.entities.as_mut_ptr().add(row).write(entity);
             self.entities.set_len(row + 1);

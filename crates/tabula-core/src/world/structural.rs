@@ -42,8 +42,66 @@ impl World {
     }
 
     /// [`insert`](Self::insert) without the hierarchy check, for the hierarchy methods.
+    ///
+    /// The common case — nothing to flush or clamp, the source archetype's cached edge, a
+    /// move to a table with room — runs inline without a single call; everything else
+    /// takes the out-of-line [`insert_general`](Self::insert_general). A call anywhere in
+    /// the inline path, however rare, would clobber the caller-saved registers, so the values
+    /// live across it (entity, location, edge, tick, the caller's own loop) would sit on the
+    /// stack and be reloaded on every insert.
     #[inline(always)]
     pub(crate) fn insert_raw<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+        match self.try_insert_in_room(entity, bundle) {
+            Ok(()) => Ok(()),
+            Err(bundle) => self.insert_general(entity, bundle),
+        }
+    }
+
+    /// True when a structural operation has no upkeep to do first: no reservation to flush
+    /// and no change-tick clamp due (see [`flush`](Self::flush)).
+    #[inline(always)]
+    fn no_upkeep_due(&mut self) -> bool {
+        !self.entities.needs_flush() & (*self.change_tick.get_mut() < self.next_check_tick)
+    }
+
+    /// The call-free common case of [`insert_raw`](Self::insert_raw); hands the bundle back
+    /// when the case does not apply (the entity may also be dead: the general path says so).
+    #[inline(always)]
+    fn try_insert_in_room<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), B> {
+        if !self.no_upkeep_due() {
+            return Err(bundle);
+        }
+        let Some(location) = self.entities.get(entity) else {
+            return Err(bundle);
+        };
+        // SAFETY: a live entity's location names an existing archetype.
+        let Some(edge) = (unsafe { self.archetypes.cached_edge::<B>(false, location.archetype) }) else {
+            return Err(bundle);
+        };
+        // SAFETY: a cached edge exists (edges are never removed), and so does its target.
+        let room = unsafe {
+            let target = self.archetypes.insert_edges.get_unchecked(edge).target;
+            target != location.archetype
+                && (self.archetypes.archetypes.all())
+                    .get_unchecked(target.index())
+                    .table
+                    .has_room()
+        };
+        if !room {
+            return Err(bundle);
+        }
+        let tick = super::tick_now(&mut self.change_tick);
+        // SAFETY: the edge is `location.archetype`'s edge for `B` and leads elsewhere, to a
+        // table with room; the entity is live there.
+        unsafe { self.insert_moving(entity, location, edge, bundle, tick, true) };
+        Ok(())
+    }
+
+    /// Every insert [`try_insert_in_room`](Self::try_insert_in_room) leaves: upkeep first,
+    /// a dead entity, an edge not cached (or not yet made), replacing in place, a target
+    /// table that must grow. Out of line, so that its calls stay out of the common path.
+    #[inline(never)]
+    fn insert_general<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
         // SAFETY: a live entity's location names an existing archetype.
@@ -53,18 +111,42 @@ impl World {
         };
         let tick = super::tick_now(&mut self.change_tick);
         // SAFETY: `insert_edge_of` returns the index of an existing edge (edges are never removed).
-        let edge = unsafe { self.archetypes.insert_edges.get_unchecked(edge) };
+        let target = unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.target;
 
-        if edge.target == location.archetype {
+        if target == location.archetype {
             // Every component is already there: replace in place.
-            let table = &mut self.archetypes.archetypes.all_mut()[edge.target.index()].table;
+            let edge = &self.archetypes.insert_edges[edge];
+            let table = &mut self.archetypes.archetypes.all_mut()[target.index()].table;
             let row = location.row as usize;
             // SAFETY: `row` is live, every field replaces an initialised value of its type
             // (`replaced` is all true for a self-edge) in distinct columns.
             unsafe { bundle.write_or_replace(table, &edge.bundle_columns, &edge.replaced, row, tick) };
             return Ok(());
         }
+        // SAFETY: the edge is `location.archetype`'s edge for `B` and leads elsewhere; the
+        // entity is live there.
+        unsafe { self.insert_moving(entity, location, edge, bundle, tick, false) };
+        Ok(())
+    }
 
+    /// Moves `entity` along insert edge `edge` and writes `bundle` into its new row. With
+    /// `in_room`, the target table is known to have room (no growing, so no call).
+    ///
+    /// # Safety
+    /// `edge` is the insert edge for `B` of `location.archetype`, whose target differs from
+    /// it; `location` is `entity`'s live location; with `in_room`, the target table has room.
+    #[inline(always)]
+    unsafe fn insert_moving<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        edge: usize,
+        bundle: B,
+        tick: Tick,
+        in_room: bool,
+    ) {
+        // SAFETY: the caller names an existing edge.
+        let edge = unsafe { self.archetypes.insert_edges.get_unchecked(edge) };
         // A one-field bundle that moves the entity replaces nothing: had the entity its one
         // component, the edge would be the self-edge. Then the plain write skips the test,
         // and comes before the row's other values move: nothing the caller holds is needed
@@ -84,7 +166,8 @@ impl World {
         // component (the target's set is a superset); the target columns it leaves empty are
         // exactly the fields with `replaced == false`, which `write_new` fills before the move
         // (for one field) or `write_or_replace` after it, and writing cannot panic. Old values
-        // (if any) are dropped only after every field is written.
+        // (if any) are dropped only after every field is written. The target differs from
+        // the source and has room when `in_room` says so (the caller's contract).
         let (rest, dst, dst_row) = unsafe {
             move_entity(
                 self.archetypes.archetypes.all_mut(),
@@ -94,6 +177,7 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 tick,
+                in_room,
                 write_first,
             )
         };
@@ -101,7 +185,6 @@ impl World {
             // SAFETY: see above.
             unsafe { bundle.write_or_replace(dst, &edge.bundle_columns, &edge.replaced, dst_row, tick) };
         }
-        Ok(())
     }
 
     /// Adds one component; shorthand for `insert(entity, (component,))`.
@@ -141,8 +224,50 @@ impl World {
     }
 
     /// [`remove`](Self::remove) without the hierarchy bookkeeping, for the hierarchy methods.
+    /// As [`insert_raw`](Self::insert_raw), the common case runs inline without a call and
+    /// the rest out of line.
     #[inline(always)]
     pub(crate) fn remove_raw<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+        match self.try_remove_in_room::<B>(entity) {
+            Some(removed) => Ok(removed),
+            None => self.remove_general::<B>(entity),
+        }
+    }
+
+    /// The call-free common case of [`remove_raw`](Self::remove_raw): nothing to flush or
+    /// clamp, a bundle with fields, the source archetype's cached edge, no missing
+    /// component and no logged removal, and a target table with room. `None` when the case
+    /// does not apply (the entity may also be dead: the general path says so).
+    #[inline(always)]
+    fn try_remove_in_room<B: Bundle>(&mut self, entity: Entity) -> Option<B> {
+        if B::FIELDS == 0 || !self.no_upkeep_due() {
+            return None;
+        }
+        let location = self.entities.get(entity)?;
+        // SAFETY: a live entity's location names an existing archetype.
+        let edge = unsafe { self.archetypes.cached_edge::<B>(true, location.archetype) }?;
+        // SAFETY: a cached edge exists (edges are never removed), and so does its target.
+        let room = unsafe {
+            let edge = self.archetypes.remove_edges.get_unchecked(edge);
+            !edge.unusual
+                && (self.archetypes.archetypes.all())
+                    .get_unchecked(edge.target.index())
+                    .table
+                    .has_room()
+        };
+        if !room {
+            return None;
+        }
+        let now = super::tick_now(&mut self.change_tick);
+        // SAFETY: the edge is `location.archetype`'s edge for `B`, which has fields and none
+        // missing, so it leads elsewhere (`RemoveEdge` invariant), to a table with room.
+        Some(unsafe { self.remove_moving::<B>(entity, location, edge, now, true) })
+    }
+
+    /// Every removal [`try_remove_in_room`](Self::try_remove_in_room) leaves. Out of line,
+    /// as [`insert_general`](Self::insert_general).
+    #[inline(never)]
+    fn remove_general<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
         // SAFETY: a live entity's location names an existing archetype.
@@ -151,37 +276,57 @@ impl World {
                 .remove_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype)
         };
         // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
-        let edge = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
+        let edge_ref = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
         // One test for both rare cases: a missing component, and tracked removals.
-        if edge.unusual {
-            if let Some(component) = edge.missing {
+        if edge_ref.unusual {
+            if let Some(component) = edge_ref.missing {
                 return Err(EntityError::MissingComponent { entity, component });
             }
             // Nothing can fail from here on, so the entity is logged before it moves.
-            self.removals.record(&edge.logged, &[entity]);
+            self.removals.record(&edge_ref.logged, &[entity]);
         }
         // Only the empty bundle removes nothing and stays put: for any other, an edge without
-        // a missing component leads elsewhere (`RemoveEdge` invariant), so the test folds to a
-        // constant.
+        // a missing component leads elsewhere (`RemoveEdge` invariant).
         if B::FIELDS == 0 {
-            debug_assert!(edge.target == location.archetype);
+            debug_assert!(edge_ref.target == location.archetype);
             // SAFETY: `B` has no fields, so nothing is read.
             return Ok(unsafe {
                 B::take_at(
-                    &self.archetypes.archetypes.all()[edge.target.index()].table,
+                    &self.archetypes.archetypes.all()[edge_ref.target.index()].table,
                     &[],
                     location.row as usize,
                 )
             });
         }
-
-        debug_assert!(edge.target != location.archetype);
         let now = super::tick_now(&mut self.change_tick);
+        // SAFETY: as in `try_remove_in_room`, without the room.
+        Ok(unsafe { self.remove_moving::<B>(entity, location, edge, now, false) })
+    }
+
+    /// Moves `entity` along remove edge `edge` and returns the removed values. With
+    /// `in_room`, the target table is known to have room (no growing, so no call).
+    ///
+    /// # Safety
+    /// `edge` is the remove edge for `B` of `location.archetype`, with no missing component,
+    /// and `B` has fields (so the target differs from the source); `location` is `entity`'s
+    /// live location; with `in_room`, the target table has room.
+    #[inline(always)]
+    unsafe fn remove_moving<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        edge: usize,
+        now: Tick,
+        in_room: bool,
+    ) -> B {
+        // SAFETY: the caller names an existing edge.
+        let edge = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
+        debug_assert!(edge.target != location.archetype);
         // SAFETY: the target differs from the source (above); the target's set is the
         // source's minus `B`, so `move_map` fills every target column; `B`'s columns are the
         // unmapped ones, and `take_at` moves their values out at the entity's row
         // (`bundle_columns` are those source columns, one per field, each read once) before
-        // `move_row` overwrites them.
+        // `move_row` overwrites them. The target has room when `in_room` says so.
         let (removed, _, _) = unsafe {
             move_entity(
                 self.archetypes.archetypes.all_mut(),
@@ -191,10 +336,11 @@ impl World {
                 edge.target,
                 &edge.move_map,
                 now,
+                in_room,
                 |src, row, _, _| B::take_at(src, &edge.bundle_columns, row),
             )
         };
-        Ok(removed)
+        removed
     }
 
     /// Removes one component and returns it; shorthand for `remove::<(T,)>`.
@@ -214,7 +360,8 @@ impl World {
 /// half-dozen values both sides keep in registers.
 ///
 /// # Safety
-/// `target != location.archetype` is an existing archetype; `location` is `entity`'s live
+/// `target != location.archetype` is an existing archetype, whose table has room when
+/// `in_room` says so; `location` is `entity`'s live
 /// location; `move_map` has one entry per source column, made by
 /// [`Table::move_entry`] for it, naming a target column of the same component type (all
 /// distinct) or none. `before` must move out (or drop) the value at the given row of every
@@ -232,6 +379,7 @@ unsafe fn move_entity<'a, R>(
     target: ArchetypeId,
     move_map: &[u32],
     now: Tick,
+    in_room: bool,
     before: impl FnOnce(&Table, usize, &mut Table, usize) -> R,
 ) -> (R, &'a mut Table, usize) {
     let row = location.row as usize;
@@ -242,7 +390,13 @@ unsafe fn move_entity<'a, R>(
     // fail), and it comes first, so nothing can panic once `before` has moved values out; the
     // row is filled by `before`, `move_row` and the caller, with nothing in between that can
     // panic.
-    let dst_row = unsafe { dst.table.push_uninit(entity) };
+    let dst_row = unsafe {
+        if in_room {
+            dst.table.push_uninit_in_room(entity)
+        } else {
+            dst.table.push_uninit(entity)
+        }
+    };
     let taken = before(&src.table, row, &mut dst.table, dst_row);
     let record = |moved: Entity| {
         // SAFETY: `moved` was listed in the table, so it is live; `entity` is live (the
