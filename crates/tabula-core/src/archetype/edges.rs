@@ -164,7 +164,11 @@ impl Archetypes {
     pub(crate) unsafe fn cached_edge<B: Bundle>(&self, remove: bool, source: ArchetypeId) -> Option<usize> {
         // SAFETY: `source` exists (the caller's contract).
         let edges = unsafe { &self.archetypes.list.get_unchecked(source.index()).edges };
-        let last = if remove { &edges.last_remove } else { &edges.last_insert };
+        let last = if remove {
+            &edges.last_remove
+        } else {
+            &edges.last_insert
+        };
         last.get(BundleKey::of::<B>()).map(|edge| edge as usize)
     }
 
