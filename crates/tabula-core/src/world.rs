@@ -416,11 +416,11 @@ impl World {
         let column = archetype.table.column(column);
         let row = location.row as usize;
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
-        // makes these the only references into the column's values and ticks, and the three
-        // pointers are disjoint (value buffer, `added` and `changed` arrays).
+        // makes these the only references into the column's values and ticks; the value and
+        // the `changed` tick are disjoint (value buffer, one field of the row's tick pair).
         unsafe {
             let value = &mut *column.ptr(row).cast::<T>();
-            let added = *column.added_ptr(row);
+            let added = column.added_at(row);
             let floor = column.changed_floor(this_run);
             let changed = &mut *column.changed_ptr(row);
             Ok(Mut::new(

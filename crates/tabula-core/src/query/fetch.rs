@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use super::access::Access;
 use crate::archetype::Archetype;
-use crate::change::{Mut, Ref, Tick};
+use crate::change::{ComponentTicks, Mut, Ref, Tick};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::storage::Column;
@@ -244,8 +244,7 @@ unsafe impl ReadOnlyQueryData for Entity {}
 #[derive(Clone, Copy)]
 pub struct PreparedColumn {
     values: *mut u8,
-    pub(super) added: *mut Tick,
-    pub(super) changed: *mut Tick,
+    pub(super) ticks: *mut ComponentTicks,
     column: *const Column,
 }
 
@@ -260,8 +259,7 @@ impl PreparedColumn {
         let column = unsafe { archetype.table.column_unchecked(index) };
         Self {
             values: column.data_ptr(),
-            added: column.added_base(),
-            changed: column.changed_base(),
+            ticks: column.ticks_base(),
             column,
         }
     }
@@ -282,10 +280,9 @@ impl PreparedColumn {
 /// The fetch of a component read: the column's values, its ticks and its changed floor.
 pub struct ReadFetch<'w, T> {
     values: *const T,
-    added: *const Tick,
-    changed: *const Tick,
+    ticks: *const ComponentTicks,
     floor: Tick,
-    ticks: RunTicks,
+    run: RunTicks,
     _marker: PhantomData<&'w T>,
 }
 
@@ -293,12 +290,11 @@ pub struct ReadFetch<'w, T> {
 /// floor) and the scratch tick that deferred items mark.
 pub struct WriteFetch<'w, T> {
     values: *mut T,
-    added: *const Tick,
-    changed: *mut Tick,
+    ticks: *mut ComponentTicks,
     floor: Tick,
     column: &'w Column,
     scratch: Tick,
-    ticks: RunTicks,
+    run: RunTicks,
     _marker: PhantomData<&'w mut T>,
 }
 
@@ -340,12 +336,11 @@ macro_rules! read_term {
             unsafe fn fetch_prepared<'w>(column: PreparedColumn, ticks: RunTicks) -> Self::Fetch<'w> {
                 ReadFetch {
                     values: column.values.cast::<T>(),
-                    added: column.added,
-                    changed: column.changed,
+                    ticks: column.ticks,
                     // SAFETY: the column is where it was (the caller's contract); the caller
                     // holds a read of `T`, so nothing writes the floor.
                     floor: unsafe { column.column().changed_floor(ticks.this_run) },
-                    ticks,
+                    run: ticks,
                     _marker: PhantomData,
                 }
             }
@@ -388,9 +383,11 @@ unsafe impl<'a, T: Component> QueryData for Ref<'a, T> {
         unsafe {
             Ref::new(
                 &*fetch.values.add(row),
-                *fetch.added.add(row),
-                (*fetch.changed.add(row)).newest(fetch.floor, fetch.ticks.this_run),
-                fetch.ticks,
+                ComponentTicks::added_at(fetch.ticks, row),
+                (*fetch.ticks.add(row))
+                    .changed
+                    .newest(fetch.floor, fetch.run.this_run),
+                fetch.run,
             )
         }
     }
@@ -426,13 +423,12 @@ macro_rules! write_term {
                 let column = unsafe { prepared.column() };
                 WriteFetch {
                     values: prepared.values.cast::<T>(),
-                    added: prepared.added,
-                    changed: prepared.changed,
+                    ticks: prepared.ticks,
                     // SAFETY: the caller holds the write of `T`; no one else touches the floor.
                     floor: unsafe { column.changed_floor(ticks.this_run) },
                     column,
                     scratch: ticks.this_run,
-                    ticks,
+                    run: ticks,
                     _marker: PhantomData,
                 }
             }
@@ -451,10 +447,10 @@ macro_rules! write_term {
                 unsafe {
                     Mut::new(
                         &mut *fetch.values.add(row),
-                        *fetch.added.add(row),
-                        &mut *fetch.changed.add(row),
+                        ComponentTicks::added_at(fetch.ticks, row),
+                        &mut *ComponentTicks::changed_at(fetch.ticks, row),
                         fetch.floor,
-                        fetch.ticks,
+                        fetch.run,
                     )
                 }
             }
@@ -464,7 +460,7 @@ macro_rules! write_term {
                 // SAFETY: rows `0..len` are every row of the archetype and exclusively ours
                 // (the caller's contract), so the floor may record that all of them change.
                 unsafe {
-                    fetch.column.set_changed_floor(fetch.ticks.this_run);
+                    fetch.column.set_changed_floor(fetch.run.this_run);
                     std::slice::from_raw_parts_mut(fetch.values, len)
                 }
             }
@@ -477,21 +473,21 @@ macro_rules! write_term {
                 // caller keeps `fetch` in place and unused until the item is gone, so the
                 // `'w` reference to the scratch never dangles or aliases.
                 unsafe {
-                    fetch.scratch = *fetch.changed.add(row);
+                    fetch.scratch = *ComponentTicks::changed_at(fetch.ticks, row);
                     let scratch: *mut Tick = &mut fetch.scratch;
                     Mut::new(
                         &mut *fetch.values.add(row),
-                        *fetch.added.add(row),
+                        ComponentTicks::added_at(fetch.ticks, row),
                         &mut *scratch,
                         fetch.floor,
-                        fetch.ticks,
+                        fetch.run,
                     )
                 }
             }
 
             #[inline]
             fn row_marked(fetch: &Self::Fetch<'_>) -> bool {
-                fetch.scratch == fetch.ticks.this_run
+                fetch.scratch == fetch.run.this_run
             }
 
             #[inline]
@@ -500,11 +496,11 @@ macro_rules! write_term {
                 // means no other thread works on this column, so its floor is ours too.
                 unsafe {
                     if whole {
-                        fetch.column.set_changed_floor(fetch.ticks.this_run);
+                        fetch.column.set_changed_floor(fetch.run.this_run);
                     } else {
-                        let len = rows.end - rows.start;
-                        std::slice::from_raw_parts_mut(fetch.changed.add(rows.start), len)
-                            .fill(fetch.ticks.this_run);
+                        for row in rows {
+                            *ComponentTicks::changed_at(fetch.ticks, row) = fetch.run.this_run;
+                        }
                     }
                 }
             }
@@ -513,7 +509,7 @@ macro_rules! write_term {
             unsafe fn store_mark(fetch: &mut Self::Fetch<'_>, row: usize) {
                 if Self::row_marked(fetch) {
                     // SAFETY: the row is live and ours to write (the caller's contract).
-                    unsafe { *fetch.changed.add(row) = fetch.ticks.this_run };
+                    unsafe { *ComponentTicks::changed_at(fetch.ticks, row) = fetch.run.this_run };
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use super::access::Access;
 use super::fetch::{PreparedColumn, RunTicks, WorldQuery};
 use crate::archetype::Archetype;
-use crate::change::Tick;
+use crate::change::ComponentTicks;
 use crate::component::{Component, ComponentId};
 use crate::world::World;
 
@@ -98,7 +98,7 @@ archetypal_filter!(Without, |has: bool| !has, add_without);
 /// The fetch of a tick filter: one tick column and the run's ticks; `all` when the column's
 /// changed floor already passes every row.
 pub struct TickFetch {
-    ticks: *const Tick,
+    ticks: *const ComponentTicks,
     run: RunTicks,
     all: bool,
 }
@@ -145,7 +145,7 @@ macro_rules! tick_filter {
                 // copied here, by value.
                 let floor = unsafe { column.changed_floor(run.this_run) };
                 TickFetch {
-                    ticks: prepared.$base,
+                    ticks: prepared.ticks,
                     run,
                     all: $floor && floor.is_newer_than(run.last_run, run.this_run),
                 }
@@ -166,7 +166,7 @@ macro_rules! tick_filter {
                 // already filtered (every loop filters a row before fetching it, and
                 // `get_many_mut` checks its distinct rows first), never of this one, and the
                 // read goes through a raw pointer.
-                let tick = unsafe { *fetch.ticks.add(row) };
+                let tick = unsafe { (*fetch.ticks.add(row)).$base };
                 tick.is_newer_than(fetch.run.last_run, fetch.run.this_run)
             }
         }

@@ -4,15 +4,15 @@ use std::alloc::Layout;
 use std::cell::UnsafeCell;
 use std::ptr::{self, NonNull};
 
-use crate::change::Tick;
+use crate::change::{ComponentTicks, Tick};
 use crate::component::ComponentInfo;
 
-/// A correctly aligned array of one component type, with `added` and `changed` ticks per
-/// row. It neither owns memory nor knows its length or capacity: the owning
-/// [`Table`](super::Table) allocates one block for all of its columns, places each column's
-/// three arrays in it, and passes lengths in.
+/// A correctly aligned array of one component type, with a pair of `added` and `changed`
+/// ticks per row ([`ComponentTicks`]). It neither owns memory nor knows its length or
+/// capacity: the owning [`Table`](super::Table) allocates one block for all of its columns,
+/// places each column's two arrays in it, and passes lengths in.
 ///
-/// Invariant (kept by `Table`): `data`, `added` and `changed` point at arrays of the table's
+/// Invariant (kept by `Table`): `data` and `ticks` point at arrays of the table's
 /// `capacity` rows inside the table's block, at the offsets `extend_layout` computed (or are
 /// dangling and aligned while the capacity is zero), and rows `0..len` hold initialised
 /// values of the column's type.
@@ -30,8 +30,7 @@ pub(crate) struct Column {
     item: Layout,
     drop: Option<unsafe fn(*mut u8)>,
     data: NonNull<u8>,
-    added: NonNull<Tick>,
-    changed: NonNull<Tick>,
+    ticks: NonNull<ComponentTicks>,
     /// Written through shared references by queries that hold a write access to the column.
     changed_floor: UnsafeCell<Option<Tick>>,
 }
@@ -80,8 +79,7 @@ unsafe fn touch_pages(base: *mut u8, stride: usize, rows: std::ops::Range<usize>
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ColumnOffsets {
     pub(crate) data: usize,
-    pub(crate) added: usize,
-    pub(crate) changed: usize,
+    pub(crate) ticks: usize,
 }
 
 /// Swaps two values of `size` bytes. Most components are a few words; for those sizes the
@@ -238,14 +236,13 @@ impl Column {
             item: info.layout(),
             drop: info.drop_fn(),
             data: dangling(info.layout().align()),
-            added: NonNull::dangling(),
-            changed: NonNull::dangling(),
+            ticks: NonNull::dangling(),
             changed_floor: UnsafeCell::new(None),
         }
     }
 
     /// Appends this column's arrays for `rows` rows to a table block's `layout` (values, then
-    /// `added`, then `changed` ticks) and returns their offsets.
+    /// ticks) and returns their offsets.
     pub(crate) fn extend_layout(&self, layout: Layout, rows: usize) -> (Layout, ColumnOffsets) {
         let overflow = "table capacity overflow";
         let size = self.item.size().checked_mul(rows).expect(overflow);
@@ -261,11 +258,10 @@ impl Column {
         } else {
             layout
         };
-        let ticks = Layout::array::<Tick>(rows).expect(overflow);
+        let ticks = Layout::array::<ComponentTicks>(rows).expect(overflow);
         let (layout, data) = layout.extend(values).expect(overflow);
-        let (layout, added) = layout.extend(ticks).expect(overflow);
-        let (layout, changed) = layout.extend(ticks).expect(overflow);
-        (layout, ColumnOffsets { data, added, changed })
+        let (layout, ticks) = layout.extend(ticks).expect(overflow);
+        (layout, ColumnOffsets { data, ticks })
     }
 
     /// Moves the column's arrays within a block that grew: from `old` to `new` offsets
@@ -284,20 +280,18 @@ impl Column {
         len: usize,
     ) {
         // SAFETY: all offsets lie inside `block` (the caller's contract); `ptr::copy` allows
-        // overlap, and moving `changed`, then `added`, then the values keeps each source
-        // intact until it is copied (new offsets are at or past old ones).
+        // overlap, and moving the ticks, then the values keeps each source intact until it
+        // is copied (new offsets are at or past old ones).
         unsafe {
-            let ticks = |offset: usize| block.add(offset).cast::<Tick>().as_ptr();
-            ptr::copy(ticks(old.changed), ticks(new.changed), len);
-            ptr::copy(ticks(old.added), ticks(new.added), len);
+            let ticks = |offset: usize| block.add(offset).cast::<ComponentTicks>().as_ptr();
+            ptr::copy(ticks(old.ticks), ticks(new.ticks), len);
             ptr::copy(
                 block.add(old.data).as_ptr(),
                 block.add(new.data).as_ptr(),
                 self.item.size() * len,
             );
             self.data = block.add(new.data);
-            self.added = block.add(new.added).cast();
-            self.changed = block.add(new.changed).cast();
+            self.ticks = block.add(new.ticks).cast();
         }
     }
 
@@ -313,14 +307,11 @@ impl Column {
         // the copies move `len` initialised rows between non-overlapping arrays.
         unsafe {
             let data = block.add(offsets.data);
-            let added = block.add(offsets.added).cast::<Tick>();
-            let changed = block.add(offsets.changed).cast::<Tick>();
+            let ticks = block.add(offsets.ticks).cast::<ComponentTicks>();
             ptr::copy_nonoverlapping(self.data.as_ptr(), data.as_ptr(), self.item.size() * len);
-            ptr::copy_nonoverlapping(self.added.as_ptr(), added.as_ptr(), len);
-            ptr::copy_nonoverlapping(self.changed.as_ptr(), changed.as_ptr(), len);
+            ptr::copy_nonoverlapping(self.ticks.as_ptr(), ticks.as_ptr(), len);
             self.data = data;
-            self.added = added;
-            self.changed = changed;
+            self.ticks = ticks;
         }
     }
 
@@ -343,8 +334,7 @@ impl Column {
         // SAFETY: the caller guarantees the type and that the slot is in bounds and free.
         unsafe {
             self.data.as_ptr().cast::<T>().add(row).write(value);
-            self.added.as_ptr().add(row).write(tick);
-            self.changed.as_ptr().add(row).write(tick);
+            self.ticks.as_ptr().add(row).write(ComponentTicks::new(tick));
         }
     }
 
@@ -354,12 +344,11 @@ impl Column {
     /// `rows.end <= capacity` and `rows.start <= rows.end`.
     #[inline]
     pub(crate) unsafe fn stamp_rows(&mut self, rows: std::ops::Range<usize>, tick: Tick) {
-        for ticks in [self.added, self.changed] {
-            // SAFETY: the tick arrays hold `capacity` ticks (`Tick` is plain data, so any
-            // slot may be overwritten); `rows` is within them (the caller's contract).
-            unsafe {
-                std::slice::from_raw_parts_mut(ticks.as_ptr().add(rows.start), rows.len()).fill(tick);
-            }
+        // SAFETY: the tick array holds `capacity` pairs (plain data, so any slot may be
+        // overwritten); `rows` is within it (the caller's contract).
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ticks.as_ptr().add(rows.start), rows.len())
+                .fill(ComponentTicks::new(tick));
         }
     }
 
@@ -371,7 +360,7 @@ impl Column {
     pub(crate) unsafe fn replace_value<T>(&mut self, row: usize, value: T, tick: Tick) -> T {
         // SAFETY: the caller guarantees the type and that the slot is initialised.
         unsafe {
-            self.changed.as_ptr().add(row).write(tick);
+            ComponentTicks::changed_at(self.ticks.as_ptr(), row).write(tick);
             ptr::replace(self.data.as_ptr().cast::<T>().add(row), value)
         }
     }
@@ -385,8 +374,7 @@ impl Column {
         // SAFETY: distinct in-bounds rows of the same buffers.
         unsafe {
             swap_values(self.ptr(a), self.ptr(b), self.item.size());
-            ptr::swap(self.added.as_ptr().add(a), self.added.as_ptr().add(b));
-            ptr::swap(self.changed.as_ptr().add(a), self.changed.as_ptr().add(b));
+            ptr::swap(self.ticks.as_ptr().add(a), self.ticks.as_ptr().add(b));
         }
     }
 
@@ -454,28 +442,19 @@ impl Column {
         // the columns, so a field read after a write is read again. The target is done with
         // before the first write, the values after the tick copies (fewer values live at
         // once).
-        let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
-        let dst = dst.map(|(dst, dst_row)| {
-            (
-                dst.data.as_ptr(),
-                dst.added.as_ptr(),
-                dst.changed.as_ptr(),
-                dst_row,
-            )
-        });
+        let ticks = self.ticks.as_ptr();
+        let dst = dst.map(|(dst, dst_row)| (dst.data.as_ptr(), dst.ticks.as_ptr(), dst_row));
         // SAFETY: in-bounds tick slots (the caller's contract) of two different columns; with
         // no floor on either side, a row's own changed tick is its effective one, and moves
         // as it is. For `row == last` the refill copies a slot onto itself.
         unsafe {
-            if let Some((_, dst_added, dst_changed, dst_row)) = dst {
-                dst_added.add(dst_row).write(*added.add(row));
-                dst_changed.add(dst_row).write(*changed.add(row));
+            if let Some((_, dst_ticks, dst_row)) = dst {
+                dst_ticks.add(dst_row).write(*ticks.add(row));
             }
-            *added.add(row) = *added.add(last);
-            *changed.add(row) = *changed.add(last);
+            *ticks.add(row) = *ticks.add(last);
         }
         let (size, data) = (self.item.size(), self.data.as_ptr());
-        let dst = dst.map(|(dst_data, _, _, dst_row)| (dst_data, dst_row));
+        let dst = dst.map(|(dst_data, _, dst_row)| (dst_data, dst_row));
         // SAFETY: rows in bounds (the caller's contract); the target is another column's
         // array, so its slot overlaps neither of this column's slots; the size is one of
         // those `has_inline_move` accepts.
@@ -518,23 +497,20 @@ impl Column {
         now: Tick,
     ) {
         debug_assert_eq!(self.item, dst.item);
-        let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
-        let (dst_data, dst_added, dst_changed) =
-            (dst.data.as_ptr(), dst.added.as_ptr(), dst.changed.as_ptr());
+        let ticks = self.ticks.as_ptr();
+        let (dst_data, dst_ticks) = (dst.data.as_ptr(), dst.ticks.as_ptr());
         // SAFETY: `row` is in bounds here; `&mut self` makes this the only access.
-        let mut changed_tick = unsafe { *changed.add(row) };
+        let mut moving = unsafe { *ticks.add(row) };
         if self.changed_floor.get_mut().is_some() | dst.changed_floor.get_mut().is_some() {
             // SAFETY: `row` is in bounds here, rows `0..dst_row` are live in `dst` (the
             // caller's contract). It rewrites ticks only, so the pointers read above stay valid.
-            changed_tick = unsafe { self.apply_floors(row, dst, dst_row, now) };
+            moving.changed = unsafe { self.apply_floors(row, dst, dst_row, now) };
         }
         // SAFETY: in-bounds tick slots of two different columns; for `row == last` the refill
         // copies a slot onto itself.
         unsafe {
-            dst_added.add(dst_row).write(*added.add(row));
-            dst_changed.add(dst_row).write(changed_tick);
-            *added.add(row) = *added.add(last);
-            *changed.add(row) = *changed.add(last);
+            dst_ticks.add(dst_row).write(moving);
+            *ticks.add(row) = *ticks.add(last);
         }
         let (size, data) = (self.item.size(), self.data.as_ptr());
         // SAFETY: rows in bounds (the caller's contract); `dst_data` is another column's array,
@@ -552,13 +528,10 @@ impl Column {
     /// (it is overwritten).
     #[inline(always)]
     pub(crate) unsafe fn refill(&mut self, row: usize, last: usize) {
-        let (added, changed) = (self.added.as_ptr(), self.changed.as_ptr());
+        let ticks = self.ticks.as_ptr();
         // SAFETY: in-bounds rows of this column's arrays (the caller's contract); for
         // `row == last` the same slot.
-        unsafe {
-            *added.add(row) = *added.add(last);
-            *changed.add(row) = *changed.add(last);
-        }
+        unsafe { *ticks.add(row) = *ticks.add(last) };
         let (size, data) = (self.item.size(), self.data.as_ptr());
         // SAFETY: as above.
         unsafe { move_sized(data, size, row, last, None) };
@@ -606,8 +579,7 @@ impl Column {
         // SAFETY: in-bounds ranges of two different columns of the same type.
         unsafe {
             ptr::copy_nonoverlapping(self.data.as_ptr(), dst.ptr(at), self.item.size() * n);
-            ptr::copy_nonoverlapping(self.added.as_ptr(), dst.added.as_ptr().add(at), n);
-            ptr::copy_nonoverlapping(self.changed.as_ptr(), dst.changed.as_ptr().add(at), n);
+            ptr::copy_nonoverlapping(self.ticks.as_ptr(), dst.ticks.as_ptr().add(at), n);
         }
     }
 
@@ -618,7 +590,12 @@ impl Column {
     #[inline]
     pub(crate) unsafe fn changed_of(&self, row: usize, now: Tick) -> Tick {
         // SAFETY: the caller's contract.
-        let (own, floor) = unsafe { (*self.changed.as_ptr().add(row), *self.changed_floor.get()) };
+        let (own, floor) = unsafe {
+            (
+                *ComponentTicks::changed_at(self.ticks.as_ptr(), row),
+                *self.changed_floor.get(),
+            )
+        };
         match floor {
             Some(floor) => own.newest(floor, now),
             None => own,
@@ -662,9 +639,9 @@ impl Column {
             return;
         };
         // SAFETY: `len` written ticks (the caller's contract); `&mut self` is exclusive.
-        let changed = unsafe { std::slice::from_raw_parts_mut(self.changed.as_ptr(), len) };
-        for tick in changed {
-            *tick = tick.newest(floor, now);
+        let ticks = unsafe { std::slice::from_raw_parts_mut(self.ticks.as_ptr(), len) };
+        for ticks in ticks {
+            ticks.changed = ticks.changed.newest(floor, now);
         }
     }
 
@@ -702,14 +679,10 @@ impl Column {
     pub(crate) unsafe fn check_change_ticks(&mut self, len: usize, now: Tick) {
         // SAFETY: the tick arrays hold `capacity >= len` initialised-or-written ticks for the
         // live rows, and `&mut self` makes these the only references.
-        let (added, changed) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(self.added.as_ptr(), len),
-                std::slice::from_raw_parts_mut(self.changed.as_ptr(), len),
-            )
-        };
-        for tick in added.iter_mut().chain(changed) {
-            tick.clamp_age(now);
+        let ticks = unsafe { std::slice::from_raw_parts_mut(self.ticks.as_ptr(), len) };
+        for ticks in ticks {
+            ticks.added.clamp_age(now);
+            ticks.changed.clamp_age(now);
         }
         if let Some(floor) = self.changed_floor.get_mut() {
             floor.clamp_age(now);
@@ -722,19 +695,17 @@ impl Column {
     }
 
     /// Writes a byte into every memory page that lies wholly within `rows` of this column's
-    /// three arrays, one array after the other (see [`Table::prefault`](super::Table::prefault)).
+    /// two arrays, one after the other (see [`Table::prefault`](super::Table::prefault)).
     ///
     /// # Safety
     /// `rows` lie within the table's capacity and hold no value or tick anyone reads (rows
     /// past the table's length): the bytes written are garbage until the rows are filled.
     pub(crate) unsafe fn prefault(&mut self, rows: std::ops::Range<usize>) {
-        let tick = size_of::<Tick>();
-        // SAFETY: the three arrays span the table's capacity (column invariant), which
-        // contains `rows`; those rows are unused (the caller's contract).
+        // SAFETY: both arrays span the table's capacity (column invariant), which contains
+        // `rows`; those rows are unused (the caller's contract).
         unsafe {
             touch_pages(self.data.as_ptr(), self.item.size(), rows.clone());
-            touch_pages(self.added.as_ptr().cast(), tick, rows.clone());
-            touch_pages(self.changed.as_ptr().cast(), tick, rows);
+            touch_pages(self.ticks.as_ptr().cast(), size_of::<ComponentTicks>(), rows);
         }
     }
 
@@ -744,16 +715,10 @@ impl Column {
         self.data.as_ptr()
     }
 
-    /// Base pointer of the `added` ticks.
+    /// Base pointer of the tick pairs (row 0), for typed iteration.
     #[inline]
-    pub(crate) fn added_base(&self) -> *mut Tick {
-        self.added.as_ptr()
-    }
-
-    /// Base pointer of the `changed` ticks.
-    #[inline]
-    pub(crate) fn changed_base(&self) -> *mut Tick {
-        self.changed.as_ptr()
+    pub(crate) fn ticks_base(&self) -> *mut ComponentTicks {
+        self.ticks.as_ptr()
     }
 
     /// Raw pointer to the `changed` tick of `row`, for marking through shared access paths.
@@ -763,16 +728,16 @@ impl Column {
     #[inline]
     pub(crate) unsafe fn changed_ptr(&self, row: usize) -> *mut Tick {
         // SAFETY: in bounds (the caller's contract).
-        unsafe { self.changed.as_ptr().add(row) }
+        unsafe { ComponentTicks::changed_at(self.ticks.as_ptr(), row) }
     }
 
-    /// Raw pointer to the `added` tick of `row`.
+    /// The `added` tick of `row`.
     ///
     /// # Safety
-    /// `row < capacity`.
+    /// `row < capacity` holds a written tick, and nothing writes it meanwhile.
     #[inline]
-    pub(crate) unsafe fn added_ptr(&self, row: usize) -> *mut Tick {
-        // SAFETY: in bounds (the caller's contract).
-        unsafe { self.added.as_ptr().add(row) }
+    pub(crate) unsafe fn added_at(&self, row: usize) -> Tick {
+        // SAFETY: the caller's contract.
+        unsafe { ComponentTicks::added_at(self.ticks.as_ptr(), row) }
     }
 }

@@ -11,7 +11,7 @@ use std::any::TypeId;
 use std::marker::PhantomData;
 
 use crate::archetype::ArchetypeId;
-use crate::change::{Mut, Tick};
+use crate::change::{ComponentTicks, Mut, Tick};
 use crate::component::Component;
 use crate::entity::{Entity, Locations};
 use crate::error::EntityError;
@@ -188,8 +188,7 @@ pub struct ViewMut<'w, T: Component> {
 /// One archetype's column of `T` as raw pointers, with its changed floor at view time.
 struct ColumnPtrs<T> {
     values: *mut T,
-    added: *const Tick,
-    changed: *mut Tick,
+    ticks: *mut ComponentTicks,
     floor: Tick,
 }
 
@@ -219,8 +218,7 @@ impl World {
                 let column = archetype.table.column(archetype.column_of_type(type_id)?);
                 Some(ColumnPtrs {
                     values: column.data_ptr().cast::<T>(),
-                    added: column.added_base(),
-                    changed: column.changed_base(),
+                    ticks: column.ticks_base(),
                     // SAFETY: `&mut self`: nothing else reads or writes the column.
                     floor: unsafe { column.changed_floor(ticks.this_run) },
                 })
@@ -273,13 +271,14 @@ impl<T: Component> ViewMut<'_, T> {
         let ticks = self.ticks;
         let (column, row) = self.find(entity)?;
         // SAFETY: as in `get`; `&mut self` makes this the only item of the view, the world is
-        // borrowed exclusively by the view, and the value and the two ticks are disjoint
-        // memory (value buffer, `added` and `changed` arrays).
+        // borrowed exclusively by the view, and the value and the `changed` tick are disjoint
+        // memory (value buffer, one field of the row's tick pair, read and pointed at
+        // without a reference to the pair).
         unsafe {
             Ok(Mut::new(
                 &mut *column.values.add(row),
-                *column.added.add(row),
-                &mut *column.changed.add(row),
+                ComponentTicks::added_at(column.ticks, row),
+                &mut *ComponentTicks::changed_at(column.ticks, row),
                 column.floor,
                 ticks,
             ))
