@@ -101,6 +101,9 @@ pub(crate) struct ComponentTicks {
     pub(crate) changed: Tick,
 }
 
+// One 8-byte access per pair is the point of the layout.
+const _: () = assert!(size_of::<ComponentTicks>() == 8 && align_of::<ComponentTicks>() == 8);
+
 impl ComponentTicks {
     /// The ticks of a value written at `tick`: added and changed then.
     #[inline(always)]

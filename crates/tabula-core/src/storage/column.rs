@@ -75,7 +75,7 @@ unsafe fn touch_pages(base: *mut u8, stride: usize, rows: std::ops::Range<usize>
     }
 }
 
-/// Where a column's three arrays sit inside its table's block, as byte offsets.
+/// Where a column's two arrays sit inside its table's block, as byte offsets.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ColumnOffsets {
     pub(crate) data: usize,
