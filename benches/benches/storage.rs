@@ -38,6 +38,7 @@ struct Rotation([f32; 3]);
 #[derive(Clone, Copy)]
 struct Velocity([f32; 3]);
 
+#[derive(Clone, Copy)]
 struct A(f32);
 
 struct B(f32);
@@ -152,6 +153,124 @@ impl SparseSet {
     }
 }
 
+/// One archetype table of the `raw_archetype_move` diagnostic: entity ids and `A` with its
+/// (added, changed) ticks, plus `B` with its ticks in the table that has it.
+#[derive(Default)]
+struct RawTable {
+    ids: Vec<u64>,
+    a: Vec<A>,
+    a_ticks: Vec<[u32; 2]>,
+    b: Vec<B>,
+    b_ticks: Vec<[u32; 2]>,
+}
+
+/// Where an entity lives: its id bits (for the liveness check), table and row.
+#[derive(Clone, Copy)]
+struct RawSlot {
+    bits: u64,
+    table: u32,
+    row: u32,
+}
+
+/// Two hand-written archetype tables, (A) and (A, B), with entity slots: what an archetype
+/// move costs when the code knows both tables and every type, with no edge lookup and no
+/// type-erased column loop. The floor of moving rows between tables.
+struct RawArchetypes {
+    without_b: RawTable,
+    with_b: RawTable,
+    slots: Vec<RawSlot>,
+    tick: u32,
+}
+
+impl RawArchetypes {
+    fn new(n: usize) -> Self {
+        let mut without_b = RawTable::default();
+        let mut with_b = RawTable::default();
+        for table in [&mut without_b, &mut with_b] {
+            table.ids.reserve(n);
+            table.a.reserve(n);
+            table.a_ticks.reserve(n);
+            table.b.reserve(n);
+            table.b_ticks.reserve(n);
+        }
+        let mut slots = Vec::with_capacity(n);
+        for i in 0..n {
+            let bits = (1u64 << 32) | i as u64;
+            without_b.ids.push(bits);
+            without_b.a.push(A(i as f32));
+            without_b.a_ticks.push([0, 0]);
+            slots.push(RawSlot {
+                bits,
+                table: 0,
+                row: i as u32,
+            });
+        }
+        Self {
+            without_b,
+            with_b,
+            slots,
+            tick: 0,
+        }
+    }
+
+    /// Moves entity `bits` from (A) to (A, B), writing `b`.
+    fn insert_b(&mut self, bits: u64, b: B) {
+        let slot = self.slots[bits as u32 as usize];
+        assert!(
+            slot.bits == bits && slot.table == 0,
+            "stale entity or wrong table"
+        );
+        self.tick = self.tick.wrapping_add(1);
+        let (src, dst, row) = (&mut self.without_b, &mut self.with_b, slot.row as usize);
+        let new_row = dst.ids.len() as u32;
+        dst.ids.push(bits);
+        dst.a.push(src.a[row]);
+        dst.a_ticks.push(src.a_ticks[row]);
+        dst.b.push(b);
+        dst.b_ticks.push([self.tick; 2]);
+        src.ids.swap_remove(row);
+        src.a.swap_remove(row);
+        src.a_ticks.swap_remove(row);
+        if let Some(&filler) = src.ids.get(row) {
+            self.slots[filler as u32 as usize].row = row as u32;
+        }
+        self.slots[bits as u32 as usize] = RawSlot {
+            bits,
+            table: 1,
+            row: new_row,
+        };
+    }
+
+    /// Moves entity `bits` from (A, B) back to (A) and returns its `B`.
+    fn remove_b(&mut self, bits: u64) -> B {
+        let slot = self.slots[bits as u32 as usize];
+        assert!(
+            slot.bits == bits && slot.table == 1,
+            "stale entity or wrong table"
+        );
+        self.tick = self.tick.wrapping_add(1);
+        let (src, dst, row) = (&mut self.with_b, &mut self.without_b, slot.row as usize);
+        let new_row = dst.ids.len() as u32;
+        dst.ids.push(bits);
+        dst.a.push(src.a[row]);
+        dst.a_ticks.push(src.a_ticks[row]);
+        src.ids.swap_remove(row);
+        src.a.swap_remove(row);
+        src.a_ticks.swap_remove(row);
+        src.b_ticks.swap_remove(row);
+        let b = src.b.swap_remove(row);
+        if let Some(&filler) = src.ids.get(row) {
+            self.slots[filler as u32 as usize].row = row as u32;
+        }
+        self.slots[bits as u32 as usize] = RawSlot {
+            bits,
+            table: 0,
+            row: new_row,
+        };
+        b
+    }
+}
+
 /// The `add_remove` storages: two worlds of `A` (one-at-a-time and batch entries), the
 /// sparse set, and the raw columns.
 struct AddRemove {
@@ -163,6 +282,8 @@ struct AddRemove {
     indices: Vec<u32>,
     generations: Vec<u32>,
     set: SparseSet,
+    tables: RawArchetypes,
+    tables_entities: Vec<u64>,
     tick: u32,
     a: Vec<A>,
     bs: Vec<Option<B>>,
@@ -186,6 +307,8 @@ impl AddRemove {
             indices: (0..n as u32).collect(),
             generations: vec![1; n],
             set: SparseSet::default(),
+            tables: RawArchetypes::new(n),
+            tables_entities: (0..n as u64).map(|i| (1 << 32) | i).collect(),
             tick: 0,
             a: (0..n).map(|i| A(i as f32)).collect(),
             bs: (0..n).map(|_| None).collect(),
@@ -225,6 +348,15 @@ fn add_remove(c: &mut Criterion) {
             for &(index, generation) in &s.handles {
                 assert_eq!(s.generations[index as usize], generation, "stale handle");
                 black_box(s.set.remove(index).expect("inserted above"));
+            }
+        };
+        // Diagnostic: the same moves between two hand-written archetype tables.
+        "raw_archetype_move" => |s: &mut AddRemove| {
+            for &bits in &s.tables_entities {
+                s.tables.insert_b(bits, B(0.0));
+            }
+            for &bits in &s.tables_entities {
+                black_box(s.tables.remove_b(bits));
             }
         };
         "raw" => |s: &mut AddRemove| {
