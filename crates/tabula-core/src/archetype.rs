@@ -12,12 +12,13 @@ use std::hash::{Hash, Hasher};
 
 use hashbrown::HashMap;
 
+use crate::bundle::LastBundle;
 use crate::component::{ComponentId, Components, TypeIdHasher};
 use crate::entity::Entity;
 use crate::storage::TYPED_SLOTS;
 use crate::storage::Table;
 
-pub(crate) use edges::{BundleId, Edges, InsertEdge, RemoveEdge};
+pub(crate) use edges::{BundleId, Edges, InsertEdge, RecentMove, RemoveEdge};
 
 /// Names one archetype of a [`World`](crate::World); dense, starting at
 /// [`ArchetypeId::EMPTY`].
@@ -308,6 +309,10 @@ pub(crate) struct Archetypes {
     by_components: HashMap<Box<[ComponentId]>, ArchetypeId>,
     pub(crate) insert_edges: Vec<InsertEdge>,
     pub(crate) remove_edges: Vec<RemoveEdge>,
+    /// The last one-entity insert and remove: bundle type, source archetype and edge (see
+    /// [`recent_edge`](Self::recent_edge)).
+    recent_insert: LastBundle<RecentMove>,
+    recent_remove: LastBundle<RecentMove>,
 }
 
 impl Archetypes {
@@ -320,6 +325,8 @@ impl Archetypes {
             by_components: HashMap::new(),
             insert_edges: Vec::new(),
             remove_edges: Vec::new(),
+            recent_insert: LastBundle::default(),
+            recent_remove: LastBundle::default(),
         };
         let empty = archetypes.get_or_create(registry, &[]);
         debug_assert_eq!(empty, ArchetypeId::EMPTY);

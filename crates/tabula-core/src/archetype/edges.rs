@@ -30,6 +30,14 @@ pub(crate) struct Edges {
     last_remove: LastBundle<u32>,
 }
 
+/// The last one-entity move of a kind, as [`Archetypes`] remembers it: the source archetype
+/// and its edge for the bundle type the entry's key names.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RecentMove {
+    source: u32,
+    edge: u32,
+}
+
 /// The two kinds of edge, for the code both share.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum EdgeKind {
@@ -170,6 +178,44 @@ impl Archetypes {
             &edges.last_insert
         };
         last.get(BundleKey::of::<B>()).map(|edge| edge as usize)
+    }
+
+    /// The world's one-entry cache of the last one-entity move of kind `remove` of bundle
+    /// type `B`: its source archetype and edge, if the entry is `B`'s.
+    ///
+    /// A move reads this before the entity's slot and, when the slot names the same source,
+    /// takes the source from here: the table addresses it derives then depend on a load from
+    /// the world, not on the slot, and the processor runs each move's table work without
+    /// waiting for the slot load (it predicts the comparison). A run of moves from one
+    /// archetype, the common case, gains: 10k one-entity inserts 99 → 87 µs, removes 107 →
+    /// 98 µs. (A hand-written two-table move showed the effect first: 98 µs per 10k inserts
+    /// with the table picked by the slot's table index, 65 µs with it picked by a field.)
+    #[inline(always)]
+    pub(crate) fn recent<B: Bundle>(&self, remove: bool) -> Option<(ArchetypeId, usize)> {
+        let recent = if remove {
+            &self.recent_remove
+        } else {
+            &self.recent_insert
+        };
+        (recent.get(BundleKey::of::<B>())).map(|recent| (ArchetypeId(recent.source), recent.edge as usize))
+    }
+
+    /// Makes `edge`, the edge of `source` for `B`, the [`recent`](Self::recent) move of its
+    /// kind.
+    #[inline(always)]
+    pub(crate) fn remember<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: usize) {
+        let recent = if remove {
+            &mut self.recent_remove
+        } else {
+            &mut self.recent_insert
+        };
+        recent.set(
+            BundleKey::of::<B>(),
+            RecentMove {
+                source: source.0,
+                edge: edge as u32,
+            },
+        );
     }
 
     /// [`insert_edge_of`](Self::insert_edge_of) or [`remove_edge_of`](Self::remove_edge_of);

@@ -64,6 +64,34 @@ impl World {
         !self.entities.needs_flush() & (*self.change_tick.get_mut() < self.next_check_tick)
     }
 
+    /// `entity`'s location and the edge for inserting (or, with `remove`, removing) `B` from
+    /// its archetype, when the edge is cached: in the world's entry for the last move of
+    /// `B` ([`Archetypes::recent`](crate::archetype::Archetypes::recent)), else in the
+    /// source archetype's own entry, which then becomes the world's. `None` when the entity
+    /// is not alive or the edge is not cached there.
+    #[inline(always)]
+    fn cached_move<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<(EntityLocation, usize)> {
+        // Read before the slot, so that the source taken from it below does not wait for the
+        // slot (see `Archetypes::recent`).
+        let recent = self.archetypes.recent::<B>(remove);
+        let mut location = self.entities.get(entity)?;
+        let edge = match recent {
+            Some((source, edge)) if source == location.archetype => {
+                // The same value, but the world's copy: the table addresses the move derives
+                // from it then depend on the world, not on the slot.
+                location.archetype = source;
+                edge
+            }
+            _ => {
+                // SAFETY: a live entity's location names an existing archetype.
+                let edge = unsafe { self.archetypes.cached_edge::<B>(remove, location.archetype) }?;
+                self.archetypes.remember::<B>(remove, location.archetype, edge);
+                edge
+            }
+        };
+        Some((location, edge))
+    }
+
     /// The call-free common case of [`insert_raw`](Self::insert_raw); hands the bundle back
     /// when the case does not apply (the entity may also be dead: the general path says so).
     #[inline(always)]
@@ -71,11 +99,7 @@ impl World {
         if !self.no_upkeep_due() {
             return Err(bundle);
         }
-        let Some(location) = self.entities.get(entity) else {
-            return Err(bundle);
-        };
-        // SAFETY: a live entity's location names an existing archetype.
-        let Some(edge) = (unsafe { self.archetypes.cached_edge::<B>(false, location.archetype) }) else {
+        let Some((location, edge)) = self.cached_move::<B>(false, entity) else {
             return Err(bundle);
         };
         // SAFETY: a cached edge exists (edges are never removed), and so does its target.
@@ -243,9 +267,7 @@ impl World {
         if B::FIELDS == 0 || !self.no_upkeep_due() {
             return None;
         }
-        let location = self.entities.get(entity)?;
-        // SAFETY: a live entity's location names an existing archetype.
-        let edge = unsafe { self.archetypes.cached_edge::<B>(true, location.archetype) }?;
+        let (location, edge) = self.cached_move::<B>(true, entity)?;
         // SAFETY: a cached edge exists (edges are never removed), and so does its target.
         let room = unsafe {
             let edge = self.archetypes.remove_edges.get_unchecked(edge);

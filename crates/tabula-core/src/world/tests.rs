@@ -126,6 +126,44 @@ fn alternating_bundle_types_on_one_archetype_use_their_own_edges() {
 }
 
 #[test]
+fn one_bundle_type_moved_from_archetypes_in_turn_takes_each_sources_edge() {
+    // The world remembers the last one-entity move of each bundle type (source and edge);
+    // entities of different archetypes in turn must each miss it and take their own edge.
+    let mut world = World::new();
+    let ids: Vec<_> = (0..6)
+        .map(|i| match i % 3 {
+            0 => world.spawn((Pos(i as f32, 0.0),)),
+            1 => world.spawn((Pos(i as f32, 0.0), 1u8)),
+            _ => world.spawn((2u16,)),
+        })
+        .collect();
+    for round in 0..3 {
+        for (i, &e) in ids.iter().enumerate() {
+            world.insert(e, (Vel(i as f32, round as f32),)).unwrap();
+            assert_locations_exact(&world);
+        }
+        for (i, &e) in ids.iter().enumerate() {
+            assert_eq!(world.get::<Vel>(e), Ok(&Vel(i as f32, round as f32)));
+            assert_eq!(world.has::<Pos>(e), i % 3 != 2);
+            assert_eq!(world.has::<u8>(e), i % 3 == 1);
+            assert_eq!(world.has::<u16>(e), i % 3 == 2);
+        }
+        // Removing in reverse order, so that the first removal from each archetype finds the
+        // remembered move's source differing from its own.
+        for (i, &e) in ids.iter().enumerate().rev() {
+            assert_eq!(world.remove::<(Vel,)>(e), Ok((Vel(i as f32, round as f32),)));
+            assert_locations_exact(&world);
+        }
+    }
+    for (i, &e) in ids.iter().enumerate() {
+        assert!(!world.has::<Vel>(e));
+        if i % 3 != 2 {
+            assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+        }
+    }
+}
+
+#[test]
 fn every_value_is_dropped_exactly_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let counted = |n| Counted(drops.clone(), n);
