@@ -32,6 +32,10 @@ pub(crate) struct Edges {
 
 /// The last one-entity move of a kind, as [`Archetypes`] remembers it: the source archetype
 /// and its edge for the bundle type the entry's key names.
+///
+/// Invariant: `edge` is `source`'s edge of that kind for that bundle type (set only by
+/// [`Archetypes::remember`] from a lookup of that very edge); archetypes and edges are never
+/// removed, so it stays valid.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct RecentMove {
     source: u32,
@@ -200,8 +204,9 @@ impl Archetypes {
         (recent.get(BundleKey::of::<B>())).map(|recent| (ArchetypeId(recent.source), recent.edge as usize))
     }
 
-    /// Makes `edge`, the edge of `source` for `B`, the [`recent`](Self::recent) move of its
-    /// kind.
+    /// Makes `edge` the [`recent`](Self::recent) move of its kind. It must be `source`'s edge
+    /// of that kind for `B` (the [`RecentMove`] invariant, which the moves' `unsafe` code
+    /// relies on).
     #[inline(always)]
     pub(crate) fn remember<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: usize) {
         let recent = if remove {

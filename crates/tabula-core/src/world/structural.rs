@@ -68,7 +68,9 @@ impl World {
     /// its archetype, when the edge is cached: in the world's entry for the last move of
     /// `B` ([`Archetypes::recent`](crate::archetype::Archetypes::recent)), else in the
     /// source archetype's own entry, which then becomes the world's. `None` when the entity
-    /// is not alive or the edge is not cached there.
+    /// is not alive or the edge is not cached there. The edge returned is
+    /// `location.archetype`'s edge of that kind for `B`: the source's cache holds only its
+    /// own edges, and the world's entry only its source's (the `RecentMove` invariant).
     #[inline(always)]
     fn cached_move<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<(EntityLocation, usize)> {
         // Read before the slot, so that the source taken from it below does not wait for the
