@@ -213,21 +213,27 @@ impl RawArchetypes {
         }
     }
 
-    /// Moves entity `bits` from (A) to (A, B), writing `b`.
-    fn insert_b(&mut self, bits: u64, b: B) {
+    /// Moves entity `bits` out of table `from` (0 for (A), 1 for (A, B)) into the other:
+    /// its id and `A` with their ticks, and the slots of the entity and of the one that
+    /// fills its old row. Returns the old row, where a `B` of the source is still to be
+    /// taken; a `B` of the target is still to be pushed.
+    #[inline(always)]
+    fn move_entity(&mut self, bits: u64, from: u32) -> usize {
         let slot = self.slots[bits as u32 as usize];
         assert!(
-            slot.bits == bits && slot.table == 0,
+            slot.bits == bits && slot.table == from,
             "stale entity or wrong table"
         );
         self.tick = self.tick.wrapping_add(1);
-        let (src, dst, row) = (&mut self.without_b, &mut self.with_b, slot.row as usize);
-        let new_row = dst.ids.len() as u32;
+        let (src, dst) = if from == 0 {
+            (&mut self.without_b, &mut self.with_b)
+        } else {
+            (&mut self.with_b, &mut self.without_b)
+        };
+        let (row, new_row) = (slot.row as usize, dst.ids.len() as u32);
         dst.ids.push(bits);
         dst.a.push(src.a[row]);
         dst.a_ticks.push(src.a_ticks[row]);
-        dst.b.push(b);
-        dst.b_ticks.push([self.tick; 2]);
         src.ids.swap_remove(row);
         src.a.swap_remove(row);
         src.a_ticks.swap_remove(row);
@@ -236,38 +242,24 @@ impl RawArchetypes {
         }
         self.slots[bits as u32 as usize] = RawSlot {
             bits,
-            table: 1,
+            table: 1 - from,
             row: new_row,
         };
+        row
+    }
+
+    /// Moves entity `bits` from (A) to (A, B), writing `b`.
+    fn insert_b(&mut self, bits: u64, b: B) {
+        self.move_entity(bits, 0);
+        self.with_b.b.push(b);
+        self.with_b.b_ticks.push([self.tick; 2]);
     }
 
     /// Moves entity `bits` from (A, B) back to (A) and returns its `B`.
     fn remove_b(&mut self, bits: u64) -> B {
-        let slot = self.slots[bits as u32 as usize];
-        assert!(
-            slot.bits == bits && slot.table == 1,
-            "stale entity or wrong table"
-        );
-        self.tick = self.tick.wrapping_add(1);
-        let (src, dst, row) = (&mut self.with_b, &mut self.without_b, slot.row as usize);
-        let new_row = dst.ids.len() as u32;
-        dst.ids.push(bits);
-        dst.a.push(src.a[row]);
-        dst.a_ticks.push(src.a_ticks[row]);
-        src.ids.swap_remove(row);
-        src.a.swap_remove(row);
-        src.a_ticks.swap_remove(row);
-        src.b_ticks.swap_remove(row);
-        let b = src.b.swap_remove(row);
-        if let Some(&filler) = src.ids.get(row) {
-            self.slots[filler as u32 as usize].row = row as u32;
-        }
-        self.slots[bits as u32 as usize] = RawSlot {
-            bits,
-            table: 0,
-            row: new_row,
-        };
-        b
+        let row = self.move_entity(bits, 1);
+        self.with_b.b_ticks.swap_remove(row);
+        self.with_b.b.swap_remove(row)
     }
 }
 
