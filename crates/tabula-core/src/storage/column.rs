@@ -677,7 +677,7 @@ impl Column {
     /// # Safety
     /// `len <= capacity`.
     pub(crate) unsafe fn check_change_ticks(&mut self, len: usize, now: Tick) {
-        // SAFETY: the tick arrays hold `capacity >= len` initialised-or-written ticks for the
+        // SAFETY: the tick array holds `capacity >= len` initialised-or-written pairs for the
         // live rows, and `&mut self` makes these the only references.
         let ticks = unsafe { std::slice::from_raw_parts_mut(self.ticks.as_ptr(), len) };
         for ticks in ticks {
