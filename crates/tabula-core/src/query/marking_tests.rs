@@ -171,6 +171,32 @@ fn a_marked_column_keeps_old_rows_that_move_in_unchanged() {
 }
 
 #[test]
+fn a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_it() {
+    // A marked table keeps its mark while rows leave one by one (each takes it along); a row
+    // moving in with an older change settles the mark into the rows; after that, rows move
+    // with their own ticks, and moves with no mark anywhere change nothing.
+    let (mut world, entities) = two_archetypes();
+    let mut changed = changed_pos(&mut world);
+    let mut unfrozen = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    unfrozen.for_each(&mut world, |mut pos| pos.0 += 100);
+    // Three rows leave the marked (Pos) table for the unmarked (Pos, Frozen) one.
+    for &leaver in &entities[..3] {
+        world.insert_one(leaver, Frozen).unwrap();
+    }
+    // An unwritten row moves into the marked table, settling its mark.
+    world.remove_one::<Frozen>(entities[12]).unwrap();
+    // Two more rows leave, with the ticks the settling wrote into them.
+    for &leaver in &entities[3..5] {
+        world.insert_one(leaver, Frozen).unwrap();
+    }
+    assert_eq!(sorted(changed.iter(&world).collect()), entities[..10].to_vec());
+    for &e in &entities[..5] {
+        world.remove_one::<Frozen>(e).unwrap();
+    }
+    assert_eq!(changed.iter(&world).count(), 0);
+}
+
+#[test]
 fn ref_mut_and_get_mut_see_a_column_mark() {
     let (mut world, entities) = two_archetypes();
     let mut refs = world.query_filtered::<Ref<Pos>, With<Frozen>>();
