@@ -148,13 +148,21 @@ fn each_mutable_term_is_marked_on_its_own() {
     assert_eq!(sorted(changed_health.iter(&world).collect()), odd);
 }
 
+type Unfrozen = QueryState<&'static mut Pos, Without<Frozen>>;
+
+/// [`two_archetypes`] and [`changed_pos`], then a pass that writes every row of the (Pos)
+/// archetype, so that its column is marked as a whole; the query of that pass comes back too.
+fn marked_world() -> (World, Vec<Entity>, QueryState<Entity, Changed<Pos>>, Unfrozen) {
+    let (mut world, entities) = two_archetypes();
+    let changed = changed_pos(&mut world);
+    let mut unfrozen = world.query_filtered::<&mut Pos, Without<Frozen>>();
+    unfrozen.for_each(&mut world, |mut pos| pos.0 += 100);
+    (world, entities, changed, unfrozen)
+}
+
 #[test]
 fn a_marked_column_keeps_old_rows_that_move_in_unchanged() {
-    let (mut world, entities) = two_archetypes();
-    let mut changed = changed_pos(&mut world);
-    // Every row of the (Pos) archetype is written: its column is marked as a whole.
-    let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
-    q.for_each(&mut world, |mut pos| pos.0 += 100);
+    let (mut world, entities, mut changed, mut q) = marked_world();
     // An untouched entity moves in; its own change is older than the mark.
     let mover = entities[15];
     world.remove_one::<Frozen>(mover).unwrap();
@@ -175,10 +183,7 @@ fn a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_
     // A marked table keeps its mark while rows leave one by one (each takes it along); a row
     // moving in with an older change settles the mark into the rows; after that, rows move
     // with their own ticks, and moves with no mark anywhere change nothing.
-    let (mut world, entities) = two_archetypes();
-    let mut changed = changed_pos(&mut world);
-    let mut unfrozen = world.query_filtered::<&mut Pos, Without<Frozen>>();
-    unfrozen.for_each(&mut world, |mut pos| pos.0 += 100);
+    let (mut world, entities, mut changed, _) = marked_world();
     // Three rows leave the marked (Pos) table for the unmarked (Pos, Frozen) one.
     for &leaver in &entities[..3] {
         world.insert_one(leaver, Frozen).unwrap();
