@@ -149,7 +149,8 @@ unsafe fn move_value<const SIZE: usize>(
 unsafe fn move_other(data: *mut u8, size: usize, row: usize, last: usize, dst: Option<(*mut u8, usize)>) {
     debug_assert!(OTHER_INLINE.contains(&size));
     // SAFETY: the caller's contract; `ptr::copy` allows `row == last`; each arm copies the
-    // size it names, and the last arm is 64, the one size of `OTHER_INLINE` not named before.
+    // size it names, and the last arm is 64, the one size of `OTHER_INLINE` not named before
+    // (the test `every_inline_size_copies_exactly_its_bytes` fails for a size without an arm).
     unsafe {
         let at = data.add(row * size);
         let from = data.add(last * size);
@@ -739,5 +740,40 @@ impl Column {
     pub(crate) unsafe fn added_at(&self, row: usize) -> Tick {
         // SAFETY: the caller's contract.
         unsafe { ComponentTicks::added_at(self.ticks.as_ptr(), row) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_inline_size_copies_exactly_its_bytes() {
+        // `move_other` ends in a catch-all arm (64 bytes); a size added to `OTHER_INLINE`
+        // without an arm of its own would copy past its slot. Rows of `size` bytes sit in a
+        // buffer with room to spare, and everything past the slots written must stay as it
+        // was, in `move_sized` (which `has_inline_move` routes) as in `move_other`.
+        for size in [0, 4, 8].into_iter().chain(OTHER_INLINE) {
+            let (rows, spare) = (3, 64);
+            let mut src: Vec<u8> = (0..rows * size + spare).map(|i| i as u8).collect();
+            let mut dst = vec![0xAA_u8; rows * size + spare];
+            let expected_row = src[2 * size..3 * size].to_vec();
+            let moved = src[..size].to_vec();
+            // Row 0 to `dst` row 1, then row 2 into row 0.
+            // SAFETY: rows 0 and 2 of `src` and row 1 of `dst` lie inside the buffers.
+            unsafe { move_sized(src.as_mut_ptr(), size, 0, 2, Some((dst.as_mut_ptr(), 1))) };
+            assert_eq!(&dst[size..2 * size], &moved[..], "size {size}");
+            assert!(
+                dst[..size].iter().all(|&b| b == 0xAA),
+                "size {size}: before the slot"
+            );
+            assert!(
+                dst[2 * size..].iter().all(|&b| b == 0xAA),
+                "size {size}: past the slot"
+            );
+            assert_eq!(&src[..size], &expected_row[..], "size {size}");
+            let untouched = (size..rows * size + spare).all(|i| src[i] == i as u8);
+            assert!(untouched, "size {size}: past row 0");
+        }
     }
 }

@@ -164,6 +164,65 @@ fn one_bundle_type_moved_from_archetypes_in_turn_takes_each_sources_edge() {
 }
 
 #[test]
+fn one_bundle_type_moved_in_two_worlds_in_turn_stays_in_each_world() {
+    // Two worlds whose archetype 1 stores different components, with entity ids of the same
+    // bits: each world's remembered move and edges are its own, so moving one bundle type in
+    // both in turn keeps each world's rows and locations.
+    let (mut one, mut two) = (World::new(), World::new());
+    let firsts: Vec<_> = (0..6).map(|i| one.spawn((Pos(i as f32, 0.0),))).collect();
+    let seconds: Vec<_> = (0..6).map(|i| two.spawn((i as u64, Marker))).collect();
+    assert_eq!(firsts, seconds, "the same ids in both worlds");
+    let label = |world: u32, round: u32, i: usize| format!("{world}:{round}:{i}");
+    for round in 0..3 {
+        for (i, &e) in firsts.iter().enumerate() {
+            one.insert(e, (label(1, round, i), Aligned(1))).unwrap();
+            two.insert(e, (label(2, round, i), Aligned(2))).unwrap();
+        }
+        assert_locations_exact(&one);
+        assert_locations_exact(&two);
+        for (i, &e) in firsts.iter().enumerate().rev() {
+            assert_eq!(
+                one.remove::<(String, Aligned)>(e),
+                Ok((label(1, round, i), Aligned(1)))
+            );
+            assert_eq!(
+                two.remove::<(String, Aligned)>(e),
+                Ok((label(2, round, i), Aligned(2)))
+            );
+            assert_eq!(one.get::<Pos>(e), Ok(&Pos(i as f32, 0.0)));
+            assert_eq!(two.get::<u64>(e), Ok(&(i as u64)));
+        }
+        assert_locations_exact(&one);
+        assert_locations_exact(&two);
+    }
+}
+
+#[test]
+fn moves_after_clear_and_after_new_archetypes_take_the_right_edges() {
+    // `clear` keeps archetypes and edges, and so the remembered move; archetypes created
+    // between two moves reallocate the archetype list. Neither may mislead a later move.
+    let mut world = World::new();
+    let gone = world.spawn((Pos(0.0, 0.0),));
+    world.insert(gone, (Vel(0.0, 0.0),)).unwrap();
+    world.clear();
+    assert_eq!(world.get::<Pos>(gone), Err(EntityError::NoSuchEntity(gone)));
+    let (e, f) = (world.spawn((Pos(1.0, 0.0),)), world.spawn((Pos(2.0, 0.0),)));
+    world.insert(e, (Vel(1.0, 1.0),)).unwrap();
+    struct Tag<const N: usize>;
+    macro_rules! spawn_tagged {
+        ($($n:literal)*) => { $( world.spawn((Pos(0.0, 0.0), Tag::<$n>)); )* };
+    }
+    spawn_tagged!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+    assert!(world.archetypes().count() > 20);
+    world.insert(f, (Vel(2.0, 2.0),)).unwrap();
+    assert_eq!(world.remove::<(Vel,)>(e), Ok((Vel(1.0, 1.0),)));
+    assert_eq!(world.remove::<(Vel,)>(f), Ok((Vel(2.0, 2.0),)));
+    assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0, 0.0)));
+    assert_eq!(world.get::<Pos>(f), Ok(&Pos(2.0, 0.0)));
+    assert_locations_exact(&world);
+}
+
+#[test]
 fn every_value_is_dropped_exactly_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let counted = |n| Counted(drops.clone(), n);
