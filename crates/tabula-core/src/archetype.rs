@@ -310,7 +310,7 @@ pub(crate) struct Archetypes {
     pub(crate) insert_edges: Vec<InsertEdge>,
     pub(crate) remove_edges: Vec<RemoveEdge>,
     /// The last one-entity insert and remove: bundle type, source archetype and edge (see
-    /// [`recent_edge`](Self::recent_edge)).
+    /// [`recent`](Self::recent)).
     recent_insert: LastBundle<RecentMove>,
     recent_remove: LastBundle<RecentMove>,
 }

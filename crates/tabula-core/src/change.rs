@@ -117,7 +117,8 @@ impl ComponentTicks {
     /// The `added` tick of slot `row` of the array at `ticks`.
     ///
     /// # Safety
-    /// `ticks.add(row)` is an in-bounds, written slot, and nothing writes it meanwhile.
+    /// `ticks.add(row)` is an in-bounds, written slot, and nothing writes its `added` field
+    /// meanwhile (a `Mut` may be writing its `changed` field).
     #[inline(always)]
     pub(crate) unsafe fn added_at(ticks: *const ComponentTicks, row: usize) -> Tick {
         // SAFETY: the caller's contract; the place is read without a reference to the pair.

@@ -204,11 +204,13 @@ impl Archetypes {
         (recent.get(BundleKey::of::<B>())).map(|recent| (ArchetypeId(recent.source), recent.edge as usize))
     }
 
-    /// Makes `edge` the [`recent`](Self::recent) move of its kind. It must be `source`'s edge
-    /// of that kind for `B` (the [`RecentMove`] invariant, which the moves' `unsafe` code
-    /// relies on).
+    /// Makes `edge` the [`recent`](Self::recent) move of its kind.
+    ///
+    /// # Safety
+    /// `edge` is `source`'s edge of kind `remove` for `B` (the [`RecentMove`] invariant, which
+    /// the moves' `unsafe` code relies on when they take the edge for the entry's source).
     #[inline(always)]
-    pub(crate) fn remember<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: usize) {
+    pub(crate) unsafe fn remember<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: usize) {
         let recent = if remove {
             &mut self.recent_remove
         } else {

@@ -431,10 +431,12 @@ impl Column {
     /// `dst_row` of the target, then row `last`'s to `row`.
     ///
     /// # Safety
-    /// The column [`has_inline_move`](Self::has_inline_move); `row <= last < capacity`; the
-    /// target, if any, is another column of the same type, neither it nor this one has a
-    /// changed floor, and its `dst_row` is in bounds and uninitialised; `row`'s value is owned
-    /// by nobody once this returns (moved to the target, or by the caller beforehand).
+    /// The column [`has_inline_move`](Self::has_inline_move); `row <= last < capacity`. If
+    /// there is a target, it is another column of the same type, neither it nor this column
+    /// has a changed floor, and its `dst_row` is in bounds and uninitialised (without a
+    /// target, the refilled row stays in this column, under its floor if it has one). `row`'s
+    /// value is owned by nobody once this returns (moved to the target, or by the caller
+    /// beforehand).
     #[inline(always)]
     unsafe fn move_inline(&mut self, row: usize, last: usize, dst: Option<(&mut Column, usize)>) {
         debug_assert!(self.has_inline_move());
@@ -445,9 +447,10 @@ impl Column {
         // once).
         let ticks = self.ticks.as_ptr();
         let dst = dst.map(|(dst, dst_row)| (dst.data.as_ptr(), dst.ticks.as_ptr(), dst_row));
-        // SAFETY: in-bounds tick slots (the caller's contract) of two different columns; with
-        // no floor on either side, a row's own changed tick is its effective one, and moves
-        // as it is. For `row == last` the refill copies a slot onto itself.
+        // SAFETY: in-bounds tick slots (the caller's contract) of two different columns; with a
+        // target, neither side has a floor, so a row's own changed tick is its effective one
+        // and moves as it is; without one, the row `last` stays under this column's floor. For
+        // `row == last` the refill copies a slot onto itself.
         unsafe {
             if let Some((_, dst_ticks, dst_row)) = dst {
                 dst_ticks.add(dst_row).write(*ticks.add(row));

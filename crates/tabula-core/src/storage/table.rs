@@ -33,6 +33,8 @@ const GENERAL_MOVE: u32 = 1;
 const _: () = assert!(size_of::<Column>().is_multiple_of(2));
 /// See [`SIGN`].
 const INLINE_REFILL: u32 = NO_COLUMN & !GENERAL_MOVE;
+// The two entries without a target carry the sign bit that `move_row` tests.
+const _: () = assert!(NO_COLUMN & SIGN != 0 && INLINE_REFILL & SIGN != 0);
 
 /// The entry of a move map naming destination column `index`: the column's byte offset in its
 /// table's column array, so that the move loop adds it to the array's address instead of
@@ -399,11 +401,12 @@ impl Table {
     /// location the caller must update (the moved entity itself when `row` was the last row).
     ///
     /// # Safety
-    /// `row < len`; `dst_row` was returned by `dst.push_uninit` and its mapped slots are not
-    /// yet initialised; `map` has one entry per column here, made by `move_entry` for that
+    /// `row < len`; `dst_row` is `dst`'s last row, just pushed (by `push_uninit` or
+    /// `push_uninit_in_room`), so rows `0..dst_row` are live there, and its mapped slots are
+    /// not yet initialised; `map` has one entry per column here, made by `move_entry` for that
     /// column, naming distinct `dst` columns of the same component type, or none; the values
     /// at `row` of the columns sent nowhere are no longer owned by the table. `now` is the
-    /// world's current tick. `moved` must not panic: the table is half way through the move
+    /// world's current tick (not older than any changed floor of either table). `moved` must not panic: the table is half way through the move
     /// when it runs.
     // Always inlined, now that the column loop is lean: a call spilled most of the caller's
     // values around it (callgrind, 10k entities: 165.3 instructions per insert or remove out

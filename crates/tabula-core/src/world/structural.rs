@@ -87,7 +87,9 @@ impl World {
             _ => {
                 // SAFETY: a live entity's location names an existing archetype.
                 let edge = unsafe { self.archetypes.cached_edge::<B>(remove, location.archetype) }?;
-                self.archetypes.remember::<B>(remove, location.archetype, edge);
+                // SAFETY: `cached_edge` just returned `edge` as this source's edge of this
+                // kind for `B`.
+                unsafe { self.archetypes.remember::<B>(remove, location.archetype, edge) };
                 edge
             }
         };
@@ -411,9 +413,10 @@ unsafe fn move_entity<'a, R>(
     // target (archetypes are never removed); they differ (the caller's contract).
     let (src, dst) = unsafe { pair_mut_unchecked(archetypes, location.archetype, target) };
     // SAFETY: `push_uninit` reserves before it records anything (the only step that can
-    // fail), and it comes first, so nothing can panic once `before` has moved values out; the
-    // row is filled by `before`, `move_row` and the caller, with nothing in between that can
-    // panic.
+    // fail), and it comes first, so nothing can panic once `before` has moved values out; with
+    // `in_room`, the target has room (the caller's contract), so `push_uninit_in_room` writes
+    // within its capacity. The row is filled by `before`, `move_row` and the caller, with
+    // nothing in between that can panic.
     let dst_row = unsafe {
         if in_room {
             dst.table.push_uninit_in_room(entity)
