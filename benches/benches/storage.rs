@@ -4,6 +4,11 @@
 //! the ratio tabula/raw comes from one run on one machine. Both sides create, fill and drop
 //! their storage the same way; only the data structure differs.
 //!
+//! The `hecs` entries run the same workloads on hecs, the fastest archetype-based crate at
+//! moving single entities, in the same run: the add_remove target is stated against it ("2x
+//! faster than the best archetype-based crate"), and a ratio to another crate measured on the
+//! same machine in the same process does not drift with the machine the way the raw ratios do.
+//!
 //! Run with `cargo bench -p tabula-benches --bench storage`; results are summarised in
 //! `docs/benchmarks.md`. `TABULA_BENCH_ROUNDS=300` runs each group in interleaved rounds
 //! instead of under criterion (see `harness/mod.rs`): steadier ratios on a busy machine.
@@ -88,6 +93,11 @@ fn simple_insert(c: &mut Criterion) {
             for i in 0..N {
                 world.spawn(simple_bundle(i));
             }
+            black_box(world);
+        };
+        "hecs_spawn_batch" => |_: &mut Fresh| {
+            let mut world = hecs::World::new();
+            world.spawn_batch((0..N).map(simple_bundle)).for_each(drop);
             black_box(world);
         };
         "raw" => |_: &mut Fresh| {
@@ -263,13 +273,15 @@ impl RawArchetypes {
     }
 }
 
-/// The `add_remove` storages: two worlds of `A` (one-at-a-time and batch entries), the
-/// sparse set, and the raw columns.
+/// The `add_remove` storages: two worlds of `A` (one-at-a-time and batch entries), a hecs
+/// world, the sparse set, and the raw columns.
 struct AddRemove {
     world: World,
     entities: Vec<Entity>,
     batch_world: World,
     batch_entities: Vec<Entity>,
+    hecs: hecs::World,
+    hecs_entities: Vec<hecs::Entity>,
     handles: Vec<(u32, u32)>,
     indices: Vec<u32>,
     generations: Vec<u32>,
@@ -290,11 +302,15 @@ impl AddRemove {
         let entities = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         let mut batch_world = World::new();
         let batch_entities = batch_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        let mut hecs = hecs::World::new();
+        let hecs_entities = hecs.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         Self {
             world,
             entities,
             batch_world,
             batch_entities,
+            hecs,
+            hecs_entities,
             handles: (0..n as u32).map(|i| (i, 1)).collect(),
             indices: (0..n as u32).collect(),
             generations: vec![1; n],
@@ -327,6 +343,14 @@ fn add_remove(c: &mut Criterion) {
                 .insert_batch(s.batch_entities.iter().map(|&e| (e, (B(0.0),))))
                 .unwrap();
             black_box(s.batch_world.remove_batch::<(B,)>(&s.batch_entities).unwrap());
+        };
+        "hecs" => |s: &mut AddRemove| {
+            for &e in &s.hecs_entities {
+                s.hecs.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &s.hecs_entities {
+                s.hecs.remove_one::<B>(e).unwrap();
+            }
         };
         // Diagnostic: the same adds and removes through a hand-written sparse set for `B`
         // (values outside any table, so nothing moves), with generation-checked handles: the
@@ -466,11 +490,13 @@ fn despawn_10k(c: &mut Criterion) {
     ]);
 }
 
-/// `n` entities of (Position, Velocity) looked up in a fixed shuffled order: in a world, and
-/// in plain `Vec`s addressed directly or through hand-written entity slots.
+/// `n` entities of (Position, Velocity) looked up in a fixed shuffled order: in a world, in a
+/// hecs world, and in plain `Vec`s addressed directly or through hand-written entity slots.
 struct RandomGet {
     world: World,
     shuffled: Vec<Entity>,
+    hecs: hecs::World,
+    hecs_shuffled: Vec<hecs::Entity>,
     query: QueryState<&'static Position>,
     order: Vec<usize>,
     positions: Vec<Position>,
@@ -496,10 +522,16 @@ impl RandomGet {
             },
             || (0..n).map(position).collect(),
         );
+        let mut hecs = hecs::World::new();
+        let hecs_entities: Vec<hecs::Entity> = hecs
+            .spawn_batch((0..n).map(|i| (position(i), Velocity([1.0, 0.0, 0.0]))))
+            .collect();
         Self {
             query: world.query(),
             world,
             shuffled,
+            hecs,
+            hecs_shuffled: order.iter().map(|&i| hecs_entities[i]).collect(),
             positions,
             slots: (0..n as u32).map(|i| (1, i)).collect(),
             slots16: (0..n as u32).map(|i| [1, 0, i, 1]).collect(),
@@ -567,6 +599,21 @@ fn random_get(c: &mut Criterion) {
             let mut sum = 0.0f32;
             for &e in &s.shuffled {
                 sum += s.query.get(&s.world, e).unwrap().0[0];
+            }
+            black_box(sum);
+        };
+        "hecs_get" => |s: &mut RandomGet| {
+            let mut sum = 0.0f32;
+            for &e in &s.hecs_shuffled {
+                sum += s.hecs.get::<&Position>(e).unwrap().0[0];
+            }
+            black_box(sum);
+        };
+        "hecs_view" => |s: &mut RandomGet| {
+            let positions = s.hecs.view::<&Position>();
+            let mut sum = 0.0f32;
+            for &e in &s.hecs_shuffled {
+                sum += positions.get(e).unwrap().0[0];
             }
             black_box(sum);
         };
