@@ -7,7 +7,7 @@
 //!   Rotation, Velocity). `raw` is the zipped per-entity loop; `raw_flat` treats the columns
 //!   as flat `f32` lanes (vectorises); `tabula_chunk` does the same over `for_each_chunk`.
 //! - `par_big_iter`: the 1M pass with `par_for_each`, beside the serial tabula pass.
-//! - `frag_iter`: 26 archetypes of 20 entities; `data *= 2` over `&mut Data`.
+//! - `frag_iter`: 26 archetypes of 20 entities; `data *= 2` over `&mut Data`; also in hecs.
 //! - `heavy_compute`: 1k entities, 100 4x4 inversions each, in parallel and serially.
 //! - `changed_filter`: a `Changed<T>` pass over 100k rows of which 1% changed.
 //!
@@ -240,6 +240,11 @@ macro_rules! fragments {
         fn spawn_fragments(world: &mut World) {
             $(world.spawn_batch((0..20).map(|_| ($name(0.0), Data(1.0)))).for_each(drop);)*
         }
+
+        /// The same entities in a hecs world.
+        fn spawn_hecs_fragments(world: &mut hecs::World) {
+            $(world.spawn_batch((0..20).map(|_| ($name(0.0), Data(1.0)))).for_each(drop);)*
+        }
     };
 }
 
@@ -247,11 +252,13 @@ fragments!(
     A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
 );
 
-/// 26 archetypes of 20 `Data` rows; diagnostics: the same 520 rows in one archetype; and a
-/// plain `Vec` of 520.
+/// 26 archetypes of 20 `Data` rows, in tabula and in hecs; diagnostics: the same 520 rows
+/// in one archetype; and a plain `Vec` of 520.
 struct FragState {
     world: World,
     query: QueryState<&'static mut Data>,
+    /// The same archetypes in hecs, the crate the storage bench compares with (`storage.rs`).
+    hecs: hecs::World,
     one_world: World,
     one_query: QueryState<&'static mut Data>,
     data: Vec<Data>,
@@ -280,9 +287,12 @@ fn frag_iter(c: &mut Criterion) {
             },
             || (vec![Data(1.0); 26 * 20], vec![vec![Data(1.0); 20]; 26]),
         );
+        let mut hecs = hecs::World::new();
+        spawn_hecs_fragments(&mut hecs);
         FragState {
             world,
             query,
+            hecs,
             one_world,
             one_query,
             data,
@@ -304,6 +314,13 @@ fn frag_iter(c: &mut Criterion) {
         };
         "tabula_one_archetype" => |s: &mut FragState| {
             s.one_query.for_each(&mut s.one_world, |mut data| data.0 *= 2.0)
+        };
+        // The same pass in hecs: its fastest form, a `for` loop over `query_mut` (no borrow
+        // flags to take).
+        "hecs" => |s: &mut FragState| {
+            for data in s.hecs.query_mut::<&mut Data>() {
+                data.0 *= 2.0;
+            }
         };
         // Diagnostic: the same pass over 26 separate `Vec`s of 20, i.e. the cost of
         // visiting 26 tables with hand-written loops.
