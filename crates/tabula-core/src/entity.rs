@@ -5,12 +5,13 @@
 //! occupant: it simply reports [`NoSuchEntity`](crate::EntityError::NoSuchEntity).
 
 mod allocator;
+mod lanes;
 
 use std::fmt;
 use std::num::NonZeroU32;
 
-pub(crate) use allocator::Locations;
 pub use allocator::{Entities, ReserveEntities};
+pub(crate) use allocator::{Locations, SHARED_LANE};
 
 /// A handle to an entity in a [`World`](crate::World).
 ///

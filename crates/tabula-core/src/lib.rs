@@ -80,4 +80,6 @@ pub use query::{
 };
 pub use resource::ResourceError;
 pub use type_name::short_type_name;
-pub use world::{EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId};
+pub use world::{
+    EntityLane, EntityMut, EntityRef, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId,
+};

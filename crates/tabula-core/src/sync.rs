@@ -5,6 +5,6 @@
 //! loom import from here.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

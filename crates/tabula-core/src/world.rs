@@ -92,6 +92,34 @@ impl WorldId {
     }
 }
 
+/// A reservation lane of one [`World`]: ids reserved through it (with
+/// [`Commands::new_in_lane`](crate::Commands::new_in_lane)) depend only on the world's state
+/// at its last flush and on the lane's own earlier reservations, never on what other threads
+/// reserve at the same time. From [`World::add_entity_lane`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EntityLane {
+    world: WorldId,
+    index: u32,
+}
+
+impl EntityLane {
+    /// The lane's index in `world`'s allocator.
+    ///
+    /// # Panics
+    /// When the lane was made by another world.
+    pub(crate) fn index_in(self, world: &World) -> u32 {
+        assert!(
+            self.world == world.id,
+            "entity lane {} of world {:?} used with world {:?}; lanes are per world: add one with \
+             `World::add_entity_lane` on the world the commands are for",
+            self.index,
+            self.world,
+            world.id
+        );
+        self.index
+    }
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -295,6 +323,19 @@ impl World {
     /// use [`spawn_at`](Self::spawn_at) to give it components.
     pub fn reserve_entity(&self) -> Entity {
         self.entities.reserve_entity()
+    }
+
+    /// Adds a reservation lane (see [`EntityLane`]). Reservations are flushed first.
+    ///
+    /// Lanes are never removed. Each costs a few bytes, and while the world is in use the
+    /// allocator gives every lane a block of ids sized to what it reserved recently, so an
+    /// idle lane's block shrinks to nothing.
+    pub fn add_entity_lane(&mut self) -> EntityLane {
+        self.flush();
+        EntityLane {
+            world: self.id,
+            index: self.entities.add_lane(),
+        }
     }
 
     /// Reserves `count` entity ids at once; see [`reserve_entity`](Self::reserve_entity).

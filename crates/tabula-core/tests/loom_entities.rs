@@ -193,3 +193,70 @@ fn reservations_after_a_flush_start_from_the_new_state() {
         check(world, reserved.to_vec(), &alive, &stale, 3, 1);
     });
 }
+
+/// Reserves `a` ids in lane `la`, `b` in lane `lb` and one in the shared lane, each from its
+/// own thread when `threaded`, in order otherwise; returns the three lists of ids.
+fn reserve_in_lanes(world: World, a: usize, b: usize, threaded: bool) -> (World, [Vec<Entity>; 3]) {
+    use tabula_core::{CommandQueue, Commands, EntityLane};
+    fn lane_ids(world: &World, lane: EntityLane, n: usize) -> Vec<Entity> {
+        let mut queue = CommandQueue::new();
+        let mut commands = Commands::new_in_lane(&mut queue, world, lane);
+        (0..n).map(|_| commands.spawn_empty().id()).collect()
+    }
+    let mut world = world;
+    let (la, lb) = (world.add_entity_lane(), world.add_entity_lane());
+    let world = Arc::new(world);
+    let ids = if threaded {
+        let first = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || lane_ids(&world, la, a))
+        };
+        let second = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || lane_ids(&world, lb, b))
+        };
+        let shared = vec![world.reserve_entity()];
+        [first.join().unwrap(), second.join().unwrap(), shared]
+    } else {
+        [
+            lane_ids(&world, la, a),
+            lane_ids(&world, lb, b),
+            vec![world.reserve_entity()],
+        ]
+    };
+    (Arc::try_unwrap(world).expect("every thread has joined"), ids)
+}
+
+#[test]
+fn lanes_hand_out_the_same_ids_whatever_the_interleaving() {
+    loom::model(|| {
+        // Two free slots, four reservations in three lanes: free slots and fresh indices mix.
+        let (reference, _, _) = populated(1, 2);
+        let (_, expected) = reserve_in_lanes(reference, 2, 1, false);
+        let (world, alive, stale) = populated(1, 2);
+        let (mut world, ids) = reserve_in_lanes(world, 2, 1, true);
+        assert_eq!(
+            ids[..2],
+            expected[..2],
+            "each lane's ids depend on that lane alone"
+        );
+        let all: Vec<Entity> = ids.iter().flatten().copied().collect();
+        let distinct: HashSet<Entity> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "reserved ids are distinct: {all:?}");
+        for entity in &all {
+            assert!(
+                !world.contains(*entity),
+                "{entity:?} is not alive before the flush"
+            );
+            assert!(
+                !alive.contains(entity) && !stale.contains(entity),
+                "{entity:?} collides"
+            );
+        }
+        world.flush();
+        for entity in &all {
+            assert!(world.contains(*entity), "{entity:?} is alive after the flush");
+        }
+        assert_eq!(world.len() as usize, alive.len() + all.len());
+    });
+}

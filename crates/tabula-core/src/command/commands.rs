@@ -4,8 +4,9 @@
 use crate::archetype::ArchetypeId;
 use crate::bundle::Bundle;
 use crate::component::Component;
-use crate::entity::{Entities, Entity};
+use crate::entity::{Entities, Entity, SHARED_LANE};
 use crate::error::EntityError;
+use crate::world::EntityLane;
 use crate::world::World;
 
 use super::{Command, CommandError, CommandQueue, Fallible};
@@ -38,7 +39,21 @@ use super::{Command, CommandError, CommandQueue, Fallible};
 /// ```
 pub struct Commands<'w, 's> {
     queue: &'s mut CommandQueue,
+    ids: Reserver<'w>,
+}
+
+/// Where a [`Commands`] reserves the ids of the entities it spawns: the world's allocator and
+/// one of its lanes.
+#[derive(Clone, Copy)]
+struct Reserver<'w> {
     entities: &'w Entities,
+    lane: u32,
+}
+
+impl Reserver<'_> {
+    fn reserve(self) -> Entity {
+        self.entities.reserve_in_lane(self.lane)
+    }
 }
 
 impl<'w, 's> Commands<'w, 's> {
@@ -51,7 +66,44 @@ impl<'w, 's> Commands<'w, 's> {
         queue.bind(world.id());
         Self {
             queue,
-            entities: world.entities(),
+            ids: Reserver {
+                entities: world.entities(),
+                lane: SHARED_LANE,
+            },
+        }
+    }
+
+    /// As [`new`](Self::new), reserving ids in `lane`: the ids of its spawns then depend only
+    /// on the world's state at its last flush and on the spawns recorded in this lane before,
+    /// not on what other threads reserve meanwhile. A schedule gives each command-recording
+    /// system a lane of its own this way.
+    ///
+    /// ```
+    /// use tabula_core::{Commands, CommandQueue, World};
+    ///
+    /// let mut world = World::new();
+    /// let (a, b) = (world.add_entity_lane(), world.add_entity_lane());
+    /// let (mut qa, mut qb) = (CommandQueue::new(), CommandQueue::new());
+    /// // Whichever lane spawns first, each gets the same id.
+    /// let from_b = Commands::new_in_lane(&mut qb, &world, b).spawn(("b",)).id();
+    /// let from_a = Commands::new_in_lane(&mut qa, &world, a).spawn(("a",)).id();
+    /// qa.apply(&mut world);
+    /// qb.apply(&mut world);
+    /// assert_eq!(world.get::<&str>(from_a), Ok(&"a"));
+    /// assert_eq!(world.get::<&str>(from_b), Ok(&"b"));
+    /// ```
+    ///
+    /// # Panics
+    /// When `lane` belongs to another world, or `queue` holds commands for another world.
+    pub fn new_in_lane(queue: &'s mut CommandQueue, world: &'w World, lane: EntityLane) -> Self {
+        let lane = lane.index_in(world);
+        queue.bind(world.id());
+        Self {
+            queue,
+            ids: Reserver {
+                entities: world.entities(),
+                lane,
+            },
         }
     }
 
@@ -63,7 +115,7 @@ impl<'w, 's> Commands<'w, 's> {
     /// say), the error is reported and the reserved id is despawned rather than left behind
     /// as an entity with no components; later commands for it then report it missing.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
-        let entity = self.entities.reserve_entity();
+        let entity = self.ids.reserve();
         self.queue.push(Fallible(move |world: &mut World| {
             world.spawn_at(entity, bundle).map_err(|error| {
                 if !matches!(error, EntityError::AlreadySpawned(_)) {
@@ -72,21 +124,21 @@ impl<'w, 's> Commands<'w, 's> {
                 entity_error("spawn", entity, error)
             })
         }));
-        EntityCommands::new(entity, self.queue, self.entities)
+        EntityCommands::new(entity, self.queue, self.ids)
     }
 
     /// Spawns an entity with no components. The id is reserved now; reservations become
     /// entities whenever the world is flushed, at the latest when the queue is applied, so
     /// no command needs to be recorded for it.
     pub fn spawn_empty(&mut self) -> EntityCommands<'_> {
-        let entity = self.entities.reserve_entity();
-        EntityCommands::new(entity, self.queue, self.entities)
+        let entity = self.ids.reserve();
+        EntityCommands::new(entity, self.queue, self.ids)
     }
 
     /// Records commands for an existing (or reserved) entity. Whether it is alive is checked
     /// when each command is applied.
     pub fn entity(&mut self, entity: Entity) -> EntityCommands<'_> {
-        EntityCommands::new(entity, self.queue, self.entities)
+        EntityCommands::new(entity, self.queue, self.ids)
     }
 
     /// Adds (or replaces) the components of `bundle` on `entity`.
@@ -174,16 +226,12 @@ fn release_reservation(world: &mut World, entity: Entity) {
 pub struct EntityCommands<'a> {
     entity: Entity,
     queue: &'a mut CommandQueue,
-    entities: &'a Entities,
+    ids: Reserver<'a>,
 }
 
 impl<'a> EntityCommands<'a> {
-    fn new(entity: Entity, queue: &'a mut CommandQueue, entities: &'a Entities) -> Self {
-        Self {
-            entity,
-            queue,
-            entities,
-        }
+    fn new(entity: Entity, queue: &'a mut CommandQueue, ids: Reserver<'a>) -> Self {
+        Self { entity, queue, ids }
     }
 
     /// The entity the commands are for.
@@ -307,7 +355,7 @@ impl<'a> EntityCommands<'a> {
             parent: self.entity,
             commands: Commands {
                 queue: self.queue,
-                entities: self.entities,
+                ids: self.ids,
             },
         };
         build(&mut builder);
@@ -345,7 +393,7 @@ impl<'w> ChildBuilder<'w, '_> {
     pub fn commands(&mut self) -> Commands<'w, '_> {
         Commands {
             queue: self.commands.queue,
-            entities: self.commands.entities,
+            ids: self.commands.ids,
         }
     }
 }

@@ -1,27 +1,38 @@
-//! The entity allocator: a free list plus one atomic cursor.
+//! The entity allocator: a free list plus reservation *lanes*.
 //!
 //! `&mut self` methods (`alloc`, `free`, `flush`) are the normal path. `reserve_entity(&self)`
 //! lets many threads hand out ids at once — commands use it to return an `Entity` before the
-//! entity exists. The protocol (the scheme hecs uses):
+//! entity exists. Reservations go through lanes (`lanes.rs`), so that the ids a lane hands out
+//! depend only on the allocator's state at the last flush and on how many ids *that lane*
+//! reserved before, never on what other lanes do meanwhile:
 //!
-//! * `pending` is the free list and the cursor counts how much of it is still unclaimed. It is
-//!   stored relative to `pending.len()` (`reserved`, 0 after a flush), which only `&mut`
-//!   methods change.
-//! * A reservation does `reserved.fetch_sub(n)`. Each cursor value `v` it passes over names
-//!   one id: `v > 0` claims `pending[v - 1]`; `v <= 0` claims the fresh index
-//!   `meta.len() - v`, past every slot that exists.
-//! * Reservations never write shared state other than the cursor, so they need no lock; only
-//!   `flush(&mut self)` turns them into real entities and resets the cursor.
+//! * Between two flushes the free list (`pending`) and the slot table (`meta`) do not change.
+//!   Together they define a sequence of *positions*: position `j < pending.len()` is the
+//!   free slot `pending[len - 1 - j]` (the top of the free list first, with the generation
+//!   `free` already bumped), position `j >= pending.len()` the fresh index
+//!   `meta.len() + j - pending.len()`, past every slot that exists.
+//! * The lane layout maps a lane's `i`-th reservation to a position (see `lanes.rs`); two
+//!   lanes never share a position. A reservation is one `fetch_add` on the lane's own
+//!   counter, so reservations in different lanes touch no common atomic but the `dirty`
+//!   flag, which is written once per lane and flush.
+//! * `flush(&mut self)` makes every claimed position a live entity, in position order, puts
+//!   the positions no lane claimed (holes) back on the free list, resets the counters and
+//!   sizes the next layout from what each lane used.
+//!
+//! Lane 0 is the *shared* lane, used by `World::reserve_entity` from any number of threads;
+//! with it alone, positions are handed out in order exactly as the single cursor of hecs'
+//! scheme does. A schedule gives each command-recording system a lane of its own, so that
+//! systems recording commands in parallel get the same ids with one thread or many.
 //!
 //! A slot's generation is bumped when it is freed. A slot whose generation would overflow is
 //! retired instead of reused, so a stale handle can never match a later occupant.
 
 use std::num::NonZeroU32;
 
+use super::lanes::LaneLayout;
 use super::{Entity, EntityLocation};
 use crate::archetype::ArchetypeId;
-use crate::sync::{AtomicI64, Ordering};
-
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 /// One slot. `repr(C)`: `index` and `generation` in that order are laid out as an
 /// [`Entity`], so a lookup compares them with the handle as one 64-bit value, and `generation`
 /// and `location.archetype` are adjacent for [`Locations::row_in`].
@@ -39,6 +50,9 @@ struct EntityMeta {
     /// [`EntityLocation::NOWHERE`] exactly when `index` is [`UNPLACED`].
     location: EntityLocation,
 }
+
+/// The lane `World::reserve_entity` and `Commands::new` reserve in, shared by every thread.
+pub(crate) const SHARED_LANE: u32 = 0;
 
 /// [`EntityMeta::index`] of a slot whose entity has no location. Entity indices stay below
 /// it (`alloc` and the reservations refuse `u32::MAX`).
@@ -103,14 +117,15 @@ impl Locations<'_> {
 #[derive(Debug)]
 pub struct Entities {
     meta: Vec<EntityMeta>,
-    /// Free slot indices; the unclaimed prefix is `pending[..cursor]`, where the cursor is
-    /// `pending.len() + reserved`.
+    /// Free slot indices, the next one to reuse last.
     pending: Vec<u32>,
-    /// Minus the number of ids reserved since the last flush: 0 when there is nothing to
-    /// flush, so the check every structural operation makes is one comparison with zero
-    /// (callgrind: one instruction fewer per insert or remove than comparing an absolute
-    /// cursor with `pending.len()`).
-    reserved: AtomicI64,
+    /// Per lane, how many ids it reserved since the last flush.
+    reserved: Vec<AtomicU64>,
+    /// Set by the first reservation of each lane after a flush: the one check every
+    /// structural operation makes.
+    dirty: AtomicBool,
+    /// Which positions each lane's reservations take until the next flush.
+    layout: LaneLayout,
     /// Entities with a location (reserved-but-unflushed ones are not counted).
     live: u32,
 }
@@ -122,39 +137,70 @@ impl Default for Entities {
 }
 
 impl Entities {
-    /// An allocator with no entities.
+    /// An allocator with no entities and only the shared lane.
     pub fn new() -> Self {
         Self {
             meta: Vec::new(),
             pending: Vec::new(),
-            reserved: AtomicI64::new(0),
+            reserved: vec![AtomicU64::new(0)],
+            dirty: AtomicBool::new(false),
+            layout: LaneLayout::new(),
             live: 0,
         }
     }
 
-    /// Reserves one id without `&mut` access; safe to call from many threads at once.
-    /// The entity exists (with no components) after the next [`flush`](Self::flush).
-    pub fn reserve_entity(&self) -> Entity {
-        let n = self.reserved.fetch_sub(1, Ordering::Relaxed);
-        self.entity_for_cursor(self.pending.len() as i64 + n)
+    /// Adds a reservation lane: ids reserved through it depend only on the allocator's
+    /// state at the last flush and on the lane's own earlier reservations. Reservations must
+    /// have been flushed first (the layout changes).
+    pub(crate) fn add_lane(&mut self) -> u32 {
+        assert!(!self.needs_flush(), "add_lane with unflushed reservations");
+        self.reserved.push(AtomicU64::new(0));
+        self.layout.add_lane()
     }
 
-    /// Reserves `count` ids at once with a single atomic operation.
+    /// Reserves one id in the shared lane without `&mut` access; safe to call from many
+    /// threads at once. The entity exists (with no components) after the next
+    /// [`flush`](Self::flush).
+    pub fn reserve_entity(&self) -> Entity {
+        self.reserve_in(SHARED_LANE, 1).start_entity(self)
+    }
+
+    /// Reserves `count` ids at once in the shared lane, with a single atomic operation.
     pub fn reserve_entities(&self, count: u32) -> ReserveEntities<'_> {
-        let count = i64::from(count);
-        let end = self.pending.len() as i64 + self.reserved.fetch_sub(count, Ordering::Relaxed);
+        self.reserve_in(SHARED_LANE, count)
+    }
+
+    /// Reserves one id in lane `lane` (an index [`add_lane`](Self::add_lane) returned).
+    #[inline]
+    pub(crate) fn reserve_in_lane(&self, lane: u32) -> Entity {
+        self.reserve_in(lane, 1).start_entity(self)
+    }
+
+    /// Claims the lane's next `count` reservation numbers.
+    fn reserve_in(&self, lane: u32, count: u32) -> ReserveEntities<'_> {
+        let counter = &self.reserved[lane as usize];
+        let count = u64::from(count);
+        // A `u64` count cannot wrap: each number is a distinct position, and positions past
+        // the `u32` index space panic in `entity_at` long before.
+        let first = counter.fetch_add(count, Ordering::Relaxed);
+        if first == 0 && count > 0 {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
         ReserveEntities {
             entities: self,
-            cursors: (end - count + 1)..(end + 1),
+            lane,
+            numbers: first..first + count,
         }
     }
 
-    fn entity_for_cursor(&self, cursor: i64) -> Entity {
-        if cursor > 0 {
-            let index = self.pending[(cursor - 1) as usize];
+    /// The id at position `position` of the current sequence (see the module docs).
+    fn entity_at(&self, position: u64) -> Entity {
+        let free = self.pending.len() as u64;
+        if position < free {
+            let index = self.pending[(free - 1 - position) as usize];
             Entity::new(index, self.meta[index as usize].generation)
         } else {
-            let index = u32::try_from(self.meta.len() as i64 - cursor)
+            let index = u32::try_from(self.meta.len() as u64 + (position - free))
                 .ok()
                 .filter(|&i| i < u32::MAX)
                 .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
@@ -165,70 +211,77 @@ impl Entities {
     /// True when reservations were made since the last flush.
     #[inline]
     pub fn needs_flush(&mut self) -> bool {
-        self.reserved_exclusive() != 0
+        self.dirty_exclusive()
     }
 
-    /// `reserved` on the `&mut` path, read as a plain integer: unlike an atomic load, the
-    /// compiler can fold it into the comparison (one instruction fewer per structural
-    /// operation).
+    /// `dirty` on the `&mut` path, read as a plain value: unlike an atomic load, the
+    /// compiler can fold it into the comparison.
     #[cfg(not(loom))]
     #[inline]
-    fn reserved_exclusive(&mut self) -> i64 {
-        *self.reserved.get_mut()
+    fn dirty_exclusive(&mut self) -> bool {
+        *self.dirty.get_mut()
     }
 
     /// Loom's atomics have no `get_mut`; exclusive access makes a relaxed load exact.
     #[cfg(loom)]
     #[inline]
-    fn reserved_exclusive(&mut self) -> i64 {
-        self.reserved.load(Ordering::Relaxed)
-    }
-
-    /// The cursor on the `&mut` path: exclusive access means no reservation can race, so a
-    /// relaxed load is exact.
-    #[inline]
-    fn cursor(&mut self) -> i64 {
-        self.pending.len() as i64 + self.reserved.load(Ordering::Relaxed)
-    }
-
-    /// Records that no reservation is outstanding, once `pending` holds exactly the
-    /// unclaimed free slots.
-    #[inline]
-    fn clear_reserved(&mut self) {
-        self.reserved.store(0, Ordering::Relaxed);
+    fn dirty_exclusive(&mut self) -> bool {
+        self.dirty.load(Ordering::Relaxed)
     }
 
     /// Turns every reservation into a live entity, calling `place` to get each one's location
-    /// (the world puts them in the empty archetype).
+    /// (the world puts them in the empty archetype), in position order: the same order for
+    /// the same reservations, whichever threads made them.
     pub fn flush(&mut self, mut place: impl FnMut(Entity) -> EntityLocation) {
-        let cursor = self.cursor();
-        let first_claimed = if cursor >= 0 {
-            cursor as usize
-        } else {
-            let old_len = self.meta.len();
-            let new_len = old_len + (-cursor) as usize;
-            // A reservation past the index space panicked when it was made, but its cursor
-            // step stays: refuse here, before any slot is created with a truncated index.
-            assert!(
-                new_len <= u32::MAX as usize,
-                "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
-            );
-            self.meta.resize(new_len, EntityMeta::FRESH);
-            for index in old_len..new_len {
-                let entity = Entity::new(index as u32, NonZeroU32::MIN);
-                self.meta[index].place(index as u32, place(entity));
-                self.live += 1;
-            }
-            0
-        };
-        for i in first_claimed..self.pending.len() {
-            let index = self.pending[i] as usize;
-            let entity = Entity::new(index as u32, self.meta[index].generation);
-            self.meta[index].place(index as u32, place(entity));
+        if !self.needs_flush() {
+            return;
+        }
+        // Exclusive access: every reservation has finished, so relaxed loads are exact.
+        let counts: Vec<u64> = self.reserved.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let claimed = self.layout.claimed(&counts);
+        let free = self.pending.len();
+        let fresh = claimed.len().saturating_sub(free);
+        let old_slots = self.meta.len();
+        // A reservation past the index space panicked when it was made, but its count stays:
+        // refuse here, before any slot is created with a truncated index.
+        assert!(
+            old_slots + fresh <= u32::MAX as usize,
+            "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
+        );
+        self.meta.resize(old_slots + fresh, EntityMeta::FRESH);
+        for (position, _) in claimed.iter().enumerate().filter(|&(_, &is)| is) {
+            // The same slot `entity_at` named before the table grew.
+            let index = if position < free {
+                self.pending[free - 1 - position]
+            } else {
+                (old_slots + position - free) as u32
+            };
+            let meta = &mut self.meta[index as usize];
+            let entity = Entity::new(index, meta.generation);
+            meta.place(index, place(entity));
             self.live += 1;
         }
-        self.pending.truncate(first_claimed);
-        self.clear_reserved();
+        // The free list keeps its unclaimed slots in their order; fresh slots no lane
+        // claimed (holes) become free slots beneath them, the lowest index reused first.
+        let from_free = claimed.len().min(free);
+        let top: Vec<u32> = (0..from_free)
+            .rev()
+            .filter(|&position| !claimed[position])
+            .map(|position| self.pending[free - 1 - position])
+            .collect();
+        self.pending.truncate(free - from_free);
+        self.pending.extend(
+            (free..claimed.len())
+                .rev()
+                .filter(|&position| !claimed[position])
+                .map(|position| (old_slots + position - free) as u32),
+        );
+        self.pending.extend(top);
+        for counter in &mut self.reserved {
+            counter.store(0, Ordering::Relaxed);
+        }
+        self.layout.resize(&counts);
+        self.dirty.store(false, Ordering::Relaxed);
     }
 
     /// Makes room for `additional` more allocations without growing the slot table in
@@ -388,19 +441,29 @@ impl Entities {
 #[derive(Debug)]
 pub struct ReserveEntities<'a> {
     entities: &'a Entities,
-    cursors: std::ops::Range<i64>,
+    lane: u32,
+    numbers: std::ops::Range<u64>,
+}
+
+impl ReserveEntities<'_> {
+    /// The first id (a one-id reservation's only one).
+    fn start_entity(mut self, entities: &Entities) -> Entity {
+        let number = self.numbers.next().expect("one id was reserved");
+        entities.entity_at(entities.layout.position(self.lane, number))
+    }
 }
 
 impl Iterator for ReserveEntities<'_> {
     type Item = Entity;
 
     fn next(&mut self) -> Option<Entity> {
-        let cursor = self.cursors.next()?;
-        Some(self.entities.entity_for_cursor(cursor))
+        let number = self.numbers.next()?;
+        let position = self.entities.layout.position(self.lane, number);
+        Some(self.entities.entity_at(position))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.cursors.size_hint()
+        self.numbers.size_hint()
     }
 }
 
@@ -457,6 +520,64 @@ mod tests {
         assert!(all.iter().all(|&e| entities.get(e).is_some()));
         // The next allocation is fresh, not a reused reservation.
         assert_eq!(entities.alloc(placed()).index(), 8);
+    }
+
+    /// Reserves `counts[k]` ids in lane `k`, lanes taken in `order`, and flushes; returns
+    /// each lane's ids and the order the flush placed them in.
+    fn reserve_lanes(
+        entities: &mut Entities,
+        counts: &[u32],
+        order: &[usize],
+    ) -> (Vec<Vec<Entity>>, Vec<Entity>) {
+        let mut ids = vec![Vec::new(); counts.len()];
+        for &k in order {
+            ids[k] = (0..counts[k])
+                .map(|_| entities.reserve_in_lane(k as u32))
+                .collect();
+        }
+        let mut placed = Vec::new();
+        entities.flush(|e| {
+            placed.push(e);
+            placed_at()
+        });
+        (ids, placed)
+    }
+
+    fn placed_at() -> EntityLocation {
+        placed()
+    }
+
+    #[test]
+    fn lanes_hand_out_the_same_ids_in_any_order() {
+        let setup = || {
+            let mut entities = Entities::new();
+            for _ in 0..3 {
+                entities.add_lane();
+            }
+            let live: Vec<_> = (0..10).map(|_| entities.alloc(placed())).collect();
+            for &e in live.iter().step_by(2) {
+                entities.free(e);
+            }
+            entities
+        };
+        let frames = [[1, 4, 0, 2], [0, 6, 3, 1], [2, 6, 3, 0], [0, 0, 0, 5]];
+        let (mut forward, mut backward) = (setup(), setup());
+        for counts in frames {
+            let (ids_f, placed_f) = reserve_lanes(&mut forward, &counts, &[0, 1, 2, 3]);
+            let (ids_b, placed_b) = reserve_lanes(&mut backward, &counts, &[3, 2, 1, 0]);
+            assert_eq!(ids_f, ids_b, "each lane's ids depend on the lane alone");
+            assert_eq!(placed_f, placed_b, "the flush places them in one order");
+            let all: HashSet<_> = ids_f.iter().flatten().copied().collect();
+            assert_eq!(all.len(), counts.iter().sum::<u32>() as usize, "ids are distinct");
+            assert!(
+                all.iter().all(|&e| forward.get(e).is_some()),
+                "flushed ids are live"
+            );
+            assert_eq!(forward.pending, backward.pending);
+            assert_eq!(forward.len(), backward.len());
+        }
+        // Holes went back on the free list: every slot is live or free, none lost.
+        assert_eq!(forward.len() as usize + forward.pending.len(), forward.slots());
     }
 
     #[test]
