@@ -265,8 +265,9 @@ impl Particles {
     /// ordered; the rest is ordered only where accesses conflict (`emit` and `expire` both
     /// record commands; `expire` reads the `Lifetime` that `integrate` writes).
     ///
-    /// No ordering edge leaves a command-recording system, so the schedule needs no sync
-    /// point: the frame's spawns and despawns are applied together when the run ends.
+    /// `expire` is ordered before `integrate` by that conflict, so a sync point applies its
+    /// despawns before `integrate` runs; `emit`'s spawns are applied before `tick`, which
+    /// conflicts with it. `emit`, `expire`, `gravity` and `drag` may all run at once.
     pub fn add_systems(schedule: &mut Schedule) {
         schedule.add_systems((
             emit,

@@ -105,6 +105,33 @@ impl SystemAccess {
         self.deferred |= other.deferred;
     }
 
+    /// Why the two systems may not run at the same time, in words (`None` when they may):
+    /// the components or resources both touch, one writing, or the blunt access that rules
+    /// it out. `name` names a component id.
+    pub fn conflict_reason(
+        &self,
+        other: &SystemAccess,
+        name: impl Fn(tabula_core::ComponentId) -> String,
+    ) -> Option<String> {
+        if self.exclusive || other.exclusive {
+            return Some("exclusive access (`&mut World` or a sync point)".to_string());
+        }
+        if (self.reads_all && other.writes_anything()) || (other.reads_all && self.writes_anything()) {
+            return Some("`&World` reads everything the other writes".to_string());
+        }
+        let ours = || self.params.iter().chain(&self.ordering);
+        let theirs = || other.params.iter().chain(&other.ordering);
+        let mut ids: Vec<tabula_core::ComponentId> = ours()
+            .flat_map(|(_, a)| theirs().flat_map(move |(_, b)| a.conflicts(b)))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        (!ids.is_empty()).then(|| {
+            let names: Vec<String> = ids.into_iter().map(|id| format!("`{}`", name(id))).collect();
+            format!("data conflict on {}", names.join(", "))
+        })
+    }
+
     /// True when the two systems may not run at the same time.
     pub fn conflicts_with(&self, other: &SystemAccess) -> bool {
         if self.exclusive || other.exclusive {

@@ -26,6 +26,8 @@ pub(crate) struct Graph {
     pub(crate) before: Vec<SetKey>,
     pub(crate) after: Vec<SetKey>,
     pub(crate) conditions: Vec<ConditionFactory>,
+    /// No sync point after this system (see `IntoSystemConfigs::without_auto_sync`).
+    pub(crate) no_auto_sync: bool,
 }
 
 /// One system with its configuration.
@@ -102,6 +104,29 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     fn run_if<M>(self, condition: impl IntoSystem<bool, M> + Clone + Send + Sync + 'static) -> SystemConfigs {
         let make = factory(condition);
         self.into_configs().with(|g| g.conditions.push(make.clone()))
+    }
+
+    /// Places no sync point after this system (or each member of a group): its commands are
+    /// applied at the next [`apply_deferred`](crate::apply_deferred) system or sync point
+    /// that runs after it, or at the end of the run. The schedule-wide switch is
+    /// [`Schedule::set_auto_sync`](crate::Schedule::set_auto_sync).
+    ///
+    /// ```
+    /// use tabula_core::{Commands, World};
+    /// use tabula_schedule::prelude::*;
+    ///
+    /// fn plant(mut commands: Commands) {
+    ///     commands.spawn((1u8,));
+    /// }
+    /// fn look(q: Query<&u8>) {}
+    ///
+    /// let mut world = World::new();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((plant.without_auto_sync(), look).chain());
+    /// assert!(!schedule.order(&mut world).unwrap().iter().any(|n| n.starts_with("sync")));
+    /// ```
+    fn without_auto_sync(self) -> SystemConfigs {
+        self.into_configs().with(|g| g.no_auto_sync = true)
     }
 
     /// Makes each member of a group run after the previous one.

@@ -63,9 +63,9 @@ pub use param::{
     Described, EventReader, EventWriter, Local, Query, RemovedComponents, Res, ResMut, RunTicks, SystemMeta,
     SystemParam, SystemParamItem,
 };
-pub use schedule::Schedule;
+pub use schedule::{Dependency, Schedule};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
-pub use skipped::SkippedCommand;
+pub use skipped::{CommandErrorPolicy, SkippedCommand};
 pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, IntoSystem, System,
     SystemParamFunction, apply_deferred,

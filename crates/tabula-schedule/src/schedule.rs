@@ -22,7 +22,7 @@ use crate::executor::{
 };
 use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
-use crate::skipped::SkippedCommand;
+use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::trace::Trace;
 
 /// One side of an ordering constraint: a system (its slot) or a set.
@@ -63,11 +63,27 @@ struct Added {
 struct BuiltSchedule {
     nodes: Vec<Node>,
     names: Vec<String>,
+    /// Why each explicit edge of the node graph exists (conflict edges are explained from the
+    /// two nodes' accesses when asked).
+    reasons: HashMap<(usize, usize), String>,
     graph: Built,
     state: RunState,
     plan: Plan,
     /// Runs since the build (wrapping), which decides the runs that sample system costs.
     runs: u32,
+}
+
+/// One ordering edge of a built schedule: `before` runs, and finishes, before `after`
+/// starts; `reason` says why. From [`Schedule::dependencies`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    /// The system (or sync point) that runs first.
+    pub before: String,
+    /// The system (or sync point) that waits for it.
+    pub after: String,
+    /// Why: a constraint (`a before b`, `chain`), a data conflict naming the components or
+    /// resources, or the commands a sync point applies.
+    pub reason: String,
 }
 
 /// A set of systems with ordering, run as one unit.
@@ -111,6 +127,11 @@ pub struct Schedule {
     update_events: bool,
     last_trace: Option<Trace>,
     command_errors: Vec<SkippedCommand>,
+    /// Places sync points after command-recording systems (see [`Schedule::set_auto_sync`]).
+    auto_sync: bool,
+    /// What a skipped command does besides being listed (see
+    /// [`Schedule::set_command_error_policy`]).
+    command_error_policy: CommandErrorPolicy,
 }
 
 impl Default for Schedule {
@@ -148,9 +169,55 @@ impl Schedule {
             update_events: true,
             last_trace: None,
             command_errors: Vec::new(),
+            auto_sync: true,
+            command_error_policy: CommandErrorPolicy::Warn,
         };
         schedule.configure_sets((CoreSet::PreUpdate, CoreSet::Update, CoreSet::PostUpdate).chain());
         schedule
+    }
+
+    /// Whether the schedule places sync points by itself (the default): after a
+    /// command-recording system, before the systems ordered after it (explicitly, or by a
+    /// data conflict), so that those see its commands applied. With `false`, commands are
+    /// applied only where an [`apply_deferred`](crate::apply_deferred) system is placed and
+    /// at the end of the run (bevy's `auto_insert_apply_deferred`); a single system opts out
+    /// with [`without_auto_sync`](crate::IntoSystemConfigs::without_auto_sync).
+    ///
+    /// ```
+    /// use tabula_core::{Commands, World};
+    /// use tabula_schedule::prelude::*;
+    ///
+    /// struct Seed(u32);
+    /// fn plant(mut commands: Commands) {
+    ///     commands.spawn((Seed(1),));
+    /// }
+    /// fn count(seeds: Query<&Seed>, mut seen: ResMut<Vec<usize>>) {
+    ///     seen.push(seeds.iter().count());
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.insert_resource(Vec::<usize>::new());
+    /// let mut schedule = Schedule::new();
+    /// schedule.set_auto_sync(false);
+    /// schedule.add_systems((plant, count, apply_deferred, count).chain());
+    /// schedule.run(&mut world);
+    /// // The first `count` ran before the seed existed, the second after `apply_deferred`.
+    /// assert_eq!(world.resource::<Vec<usize>>().unwrap(), &vec![0, 1]);
+    /// assert_eq!(schedule.order(&mut world).unwrap().iter().filter(|n| n.starts_with("sync")).count(), 0);
+    /// ```
+    pub fn set_auto_sync(&mut self, enabled: bool) -> &mut Self {
+        self.auto_sync = enabled;
+        self.built = None;
+        self
+    }
+
+    /// What happens when a command is skipped as it is applied (aimed at a despawned
+    /// entity, a missing component, ...). Every skipped command is listed by
+    /// [`command_errors`](Self::command_errors) whatever the policy; by default
+    /// ([`CommandErrorPolicy::Warn`]) it is also logged through `tracing` at warn level.
+    pub fn set_command_error_policy(&mut self, policy: CommandErrorPolicy) -> &mut Self {
+        self.command_error_policy = policy;
+        self
     }
 
     /// Chooses the executor (parallel by default).
@@ -481,14 +548,23 @@ impl Schedule {
             }
         }
 
-        let mut edges: Vec<(usize, usize)> = self.chain_edges.clone();
+        // Explicit edges, each with the constraint that asked for it (the first one named).
+        let mut reasons: HashMap<(usize, usize), String> = HashMap::new();
+        for &edge in &self.chain_edges {
+            reasons.entry(edge).or_insert_with(|| "chain".to_string());
+        }
         let systems_of = |end: &End| -> Vec<usize> {
             match end {
                 End::System(index) => vec![*index],
                 End::Set(set) => members_of(set).to_vec(),
             }
         };
-        for Constraint { before, after, .. } in &constraints {
+        for Constraint {
+            before,
+            after,
+            through,
+        } in &constraints
+        {
             let froms = systems_of(before);
             let tos = systems_of(after);
             if let Some(&system) = froms.iter().find(|from| tos.contains(from)) {
@@ -498,23 +574,47 @@ impl Schedule {
                     after: name(after),
                 });
             }
+            let mut why = format!(
+                "{} before {}",
+                short_type_name(&name(before)),
+                short_type_name(&name(after))
+            );
+            if !through.is_empty() {
+                let sets: Vec<String> = through.iter().map(|set| format!("{set:?}")).collect();
+                why.push_str(&format!(" (through empty {})", sets.join(", ")));
+            }
             for &from in &froms {
-                edges.extend(tos.iter().map(|&to| (from, to)));
+                for &to in &tos {
+                    reasons.entry((from, to)).or_insert_with(|| why.clone());
+                }
             }
         }
+        let mut edges: Vec<(usize, usize)> = reasons.keys().copied().collect();
         edges.sort_unstable();
-        edges.dedup();
 
-        // Sync points. A command-recording system that an ordering edge leaves needs its
-        // commands applied before its successors run. Systems with exactly the same successors
+        // Sync points. A command-recording system needs its commands applied before the
+        // systems ordered after it run: ordered explicitly, or by a data conflict (which the
+        // graph orders as the systems were added). So the systems' own graph is built first,
+        // and each reduced edge leaving a command-recording system goes through a sync point
+        // (unless the schedule or the system opted out: then only `apply_deferred` systems and
+        // the end of the run apply its commands). Systems with exactly the same successors
         // share one sync point, placed just before the earliest of those successors (not
         // right after the system): sync points are exclusive, so each is a barrier, and a
         // late barrier leaves the systems added in between free to run in parallel.
+        let system_names: Vec<String> = self.slots.iter().map(|s| s.system.name().to_string()).collect();
+        let system_access: Vec<&crate::access::SystemAccess> = self.slots.iter().map(|s| &s.access).collect();
+        let systems = graph::build(&system_names, &system_access, &edges)?;
         let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for &(from, to) in &edges {
-            if self.slots[from].access.is_deferred() {
+        for &(from, to, _) in &systems.edges {
+            if self.auto_sync
+                && self.slots[from].access.is_deferred()
+                && !self.added[from].config_graph.no_auto_sync
+            {
                 successors[from].push(to);
             }
+        }
+        for list in &mut successors {
+            list.sort_unstable();
         }
         let mut syncs: Vec<(Vec<usize>, Vec<usize>)> = Vec::new(); // (successors, members)
         for (index, after) in successors.iter().enumerate() {
@@ -546,16 +646,39 @@ impl Schedule {
             nodes.push(Node::System(index));
             names.push(slot.system.name().to_string());
         }
-        let mut node_edges = Vec::new();
-        for &(from, to) in &edges {
+        let mut node_reasons: HashMap<(usize, usize), String> = HashMap::new();
+        for (&(from, to), why) in &reasons {
             if successors[from].is_empty() {
-                node_edges.push((node_of[from], node_of[to]));
+                node_reasons.insert((node_of[from], node_of[to]), why.clone());
             }
         }
         for (sync, (after, members)) in syncs.iter().enumerate() {
-            node_edges.extend(members.iter().map(|&m| (node_of[m], sync_node[sync])));
-            node_edges.extend(after.iter().map(|&t| (sync_node[sync], node_of[t])));
+            let member_names: Vec<String> = members
+                .iter()
+                .map(|&m| format!("`{}`", short_type_name(self.slots[m].system.name())))
+                .collect();
+            for &m in members {
+                node_reasons.insert(
+                    (node_of[m], sync_node[sync]),
+                    format!(
+                        "the commands of `{}` are applied here",
+                        short_type_name(self.slots[m].system.name())
+                    ),
+                );
+            }
+            for &t in after {
+                node_reasons.insert(
+                    (sync_node[sync], node_of[t]),
+                    format!(
+                        "`{}` runs after {} and sees their commands",
+                        short_type_name(self.slots[t].system.name()),
+                        member_names.join(", ")
+                    ),
+                );
+            }
         }
+        let mut node_edges: Vec<(usize, usize)> = node_reasons.keys().copied().collect();
+        node_edges.sort_unstable();
         let exclusive = crate::access::SystemAccess::exclusive();
         let accesses: Vec<&crate::access::SystemAccess> = nodes
             .iter()
@@ -578,6 +701,7 @@ impl Schedule {
         Ok(BuiltSchedule {
             nodes,
             names,
+            reasons: node_reasons,
             graph,
             state,
             plan: Plan::new(),
@@ -608,6 +732,7 @@ impl Schedule {
             trace_start: self.tracing.then(std::time::Instant::now),
             timed: sampled || self.tracing,
             warming: is_warm_up_run(built.runs),
+            command_errors: self.command_error_policy,
         };
         built.runs = built.runs.wrapping_add(1);
         let result = match self.executor {
@@ -663,6 +788,7 @@ impl Schedule {
                     &built.graph.apply_order,
                     world,
                     &mut self.command_errors,
+                    self.command_error_policy,
                 );
             }));
             if let Err(payload) = applied {
@@ -716,15 +842,82 @@ impl Schedule {
                 writeln!(dot, "  {{ rank=same; {}; }}", same.join("; ")).expect("string write");
             }
         }
-        for &(from, to, kind) in &built.graph.edges {
+        for (&(from, to, kind), dependency) in built.graph.edges.iter().zip(self.explain(world, built)) {
             let style = match kind {
                 EdgeKind::Explicit => "solid",
                 EdgeKind::Conflict => "dashed",
             };
-            writeln!(dot, "  n{from} -> n{to} [style={style}];").expect("string write");
+            let why = dependency.reason.replace('"', "\\\"");
+            writeln!(
+                dot,
+                "  n{from} -> n{to} [style={style}, label=\"{why}\", fontsize=9];"
+            )
+            .expect("string write");
         }
         dot.push_str("}\n");
         Ok(dot)
+    }
+
+    /// Every ordering edge of the built graph (after transitive reduction), each with why it
+    /// exists: the `before`/`after`/`chain`/set constraint that asked for it, the components
+    /// or resources two systems conflict on, or the sync point that applies commands between
+    /// them. Sync points appear by the names [`order`](Self::order) gives them.
+    ///
+    /// ```
+    /// use tabula_core::World;
+    /// use tabula_schedule::prelude::*;
+    ///
+    /// struct Health(u32);
+    /// fn regen(mut q: Query<&mut Health>) {}
+    /// fn report(q: Query<&Health>) {}
+    ///
+    /// let mut world = World::new();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((regen, report));
+    /// let edges = schedule.dependencies(&mut world).unwrap();
+    /// assert_eq!(edges.len(), 1);
+    /// assert!(edges[0].before.ends_with("regen") && edges[0].after.ends_with("report"));
+    /// assert_eq!(edges[0].reason, "data conflict on `Health`");
+    /// ```
+    ///
+    /// # Errors
+    /// When the schedule cannot be built.
+    pub fn dependencies(&mut self, world: &mut World) -> Result<Vec<Dependency>, ScheduleBuildError> {
+        self.initialize(world)?;
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        Ok(self.explain(world, built))
+    }
+
+    /// [`dependencies`](Self::dependencies) of `built`, in the order of its edges.
+    fn explain(&self, world: &World, built: &BuiltSchedule) -> Vec<Dependency> {
+        let exclusive = crate::access::SystemAccess::exclusive();
+        let access = |node: usize| match built.nodes[node] {
+            Node::System(index) => &self.slots[index].access,
+            Node::Sync => &exclusive,
+        };
+        let component = |id| short_type_name(world.components().info(id).name());
+        built
+            .graph
+            .edges
+            .iter()
+            .map(|&(from, to, kind)| {
+                let reason = match kind {
+                    EdgeKind::Explicit => built.reasons.get(&(from, to)).cloned(),
+                    EdgeKind::Conflict => access(from).conflict_reason(access(to), component).map(|why| {
+                        if matches!(built.nodes[from], Node::Sync) || matches!(built.nodes[to], Node::Sync) {
+                            "a sync point is exclusive: ordered as added".to_string()
+                        } else {
+                            why
+                        }
+                    }),
+                };
+                Dependency {
+                    before: built.names[from].clone(),
+                    after: built.names[to].clone(),
+                    reason: reason.unwrap_or_else(|| "ordering".to_string()),
+                }
+            })
+            .collect()
     }
 
     /// The system names in the order a single-threaded run executes them (sync points

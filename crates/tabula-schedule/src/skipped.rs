@@ -71,3 +71,63 @@ impl std::error::Error for SkippedCommand {
         Some(&self.error)
     }
 }
+
+/// What a schedule does with a command it skipped, besides listing it in
+/// [`Schedule::command_errors`](crate::Schedule::command_errors). Set with
+/// [`Schedule::set_command_error_policy`](crate::Schedule::set_command_error_policy).
+///
+/// ```
+/// use tabula_core::{Commands, Entity, World};
+/// use tabula_schedule::prelude::*;
+/// use tabula_schedule::CommandErrorPolicy;
+///
+/// fn despawn_twice(mut commands: Commands, q: Query<Entity>) {
+///     for e in q.iter() {
+///         commands.entity(e).despawn();
+///         commands.entity(e).despawn();
+///     }
+/// }
+///
+/// let mut world = World::new();
+/// world.spawn((1u8,));
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(despawn_twice);
+/// schedule.set_command_error_policy(CommandErrorPolicy::Panic);
+/// let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| schedule.run(&mut world)));
+/// assert!(run.is_err(), "the second despawn panics under CommandErrorPolicy::Panic");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CommandErrorPolicy {
+    /// Only listed.
+    Ignore,
+    /// Listed and logged through `tracing` at warn level, with the system, the command, the
+    /// entity (when there is one) and the reason as fields.
+    #[default]
+    Warn,
+    /// Panics as the command is skipped, which aborts the run like a panicking command: for
+    /// tests and debug builds that treat a skipped command as a bug.
+    Panic,
+}
+
+impl CommandErrorPolicy {
+    /// Reacts to `skipped` as the policy says.
+    pub(crate) fn report(self, skipped: &SkippedCommand) {
+        match self {
+            Self::Ignore => {}
+            Self::Warn => {
+                let entity = skipped.error.entity().map(|e| format!("{e:?}"));
+                tracing::warn!(
+                    system = skipped.system.as_str(),
+                    command = skipped.error.command(),
+                    entity = entity.as_deref().unwrap_or("-"),
+                    reason = %skipped.error,
+                    "command skipped"
+                );
+            }
+            Self::Panic => panic!(
+                "{skipped}; the schedule's command error policy is `CommandErrorPolicy::Panic` (use \
+                 `Warn` or `Ignore` with `Schedule::set_command_error_policy` to let runs go on)"
+            ),
+        }
+    }
+}

@@ -138,6 +138,14 @@ pub enum CommandError {
 }
 
 impl CommandError {
+    /// The entity the command was aimed at, when it was aimed at one.
+    pub fn entity(&self) -> Option<Entity> {
+        match self {
+            Self::Entity { entity, .. } | Self::Hierarchy { entity, .. } => Some(*entity),
+            Self::Resource { .. } | Self::Custom { .. } => None,
+        }
+    }
+
     /// The name of the command that was skipped.
     pub fn command(&self) -> &'static str {
         match self {

@@ -18,7 +18,7 @@ use tabula_core::{UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::config::BoxedCondition;
-use crate::skipped::SkippedCommand;
+use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::system::BoxedSystem;
 use crate::trace::{TraceEvent, thread_id};
 
@@ -113,6 +113,8 @@ pub(crate) struct RunContext {
     pub(crate) timed: bool,
     /// One of the first runs after a build (see [`is_warm_up_run`]).
     pub(crate) warming: bool,
+    /// How skipped commands are reported.
+    pub(crate) command_errors: CommandErrorPolicy,
 }
 
 /// Runs one system node (its conditions, then the system).
@@ -215,23 +217,25 @@ pub(crate) fn apply_deferred_node(
     order: &[usize],
     world: &mut World,
     errors: &mut Vec<SkippedCommand>,
+    policy: CommandErrorPolicy,
 ) {
     // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
     // conditions with this world.
     if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) } {
-        apply_pending(slots, order, world, errors);
+        apply_pending(slots, order, world, errors, policy);
     }
 }
 
 /// Applies every pending command buffer, in `order` (the systems' slots in the order they
 /// run), then makes every reserved entity real: ids a system reserved without recording a
 /// command (`Commands::spawn_empty`) exist from here on too. Skipped commands go to
-/// `errors`, each with the system that recorded it.
+/// `errors`, each with the system that recorded it, after `policy` has reported them.
 pub(crate) fn apply_pending(
     slots: &mut [SystemSlot],
     order: &[usize],
     world: &mut World,
     errors: &mut Vec<SkippedCommand>,
+    policy: CommandErrorPolicy,
 ) {
     let mut skipped = Vec::new();
     for &index in order {
@@ -239,7 +243,11 @@ pub(crate) fn apply_pending(
         if slot.system.has_deferred() {
             slot.system.apply_deferred(world, &mut skipped);
             let system = slot.system.name();
-            errors.extend(skipped.drain(..).map(|error| SkippedCommand::new(system, error)));
+            for error in skipped.drain(..) {
+                let skipped = SkippedCommand::new(system, error);
+                policy.report(&skipped);
+                errors.push(skipped);
+            }
         }
     }
     world.flush();

@@ -19,10 +19,10 @@
 //! system call, and a run of heavy ones spreads over the pool. The one `Mutex` holds a panic
 //! payload or command errors, both rare.
 
+use parking_lot::Mutex;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::{self, Thread};
 
@@ -137,8 +137,14 @@ impl<'a> Shared<'a> {
                 self.world.world_mut(),
             )
         };
-        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        apply_pending(slots, self.apply_order, world, &mut errors);
+        let mut errors = self.errors.lock();
+        apply_pending(
+            slots,
+            self.apply_order,
+            world,
+            &mut errors,
+            self.ctx.command_errors,
+        );
     }
 
     /// Sorts a node this thread has just released: onto `stack` when it runs inline;
@@ -177,7 +183,7 @@ impl<'a> Shared<'a> {
         if let Err(payload) = chains {
             self.state.abort();
             stack.clear();
-            let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.panic.lock();
             slot.get_or_insert(payload);
         }
     }
@@ -334,8 +340,8 @@ pub(crate) fn run(
     state.gate().close(epoch);
     stack.clear();
     CALLER_STACK.set(stack);
-    errors.append(&mut shared.errors.into_inner().unwrap_or_else(|e| e.into_inner()));
-    match shared.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+    errors.append(&mut shared.errors.into_inner());
+    match shared.panic.into_inner() {
         Some(payload) => Err(payload),
         None => Ok(()),
     }

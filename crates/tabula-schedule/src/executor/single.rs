@@ -18,14 +18,21 @@ pub(crate) fn run(
     for &node in &built.order {
         match nodes[node] {
             Node::System(index) if slots[index].is_apply_deferred => {
-                apply_deferred_node(slots, index, &built.apply_order, world, errors);
+                apply_deferred_node(
+                    slots,
+                    index,
+                    &built.apply_order,
+                    world,
+                    errors,
+                    ctx.command_errors,
+                );
             }
             Node::System(index) => {
                 // SAFETY: `&mut World` grants every access, and the schedule initialised the
                 // slot with this world.
                 unsafe { run_system(&mut slots[index], UnsafeWorldCell::new_mutable(world), ctx) }
             }
-            Node::Sync => apply_pending(slots, &built.apply_order, world, errors),
+            Node::Sync => apply_pending(slots, &built.apply_order, world, errors, ctx.command_errors),
         }
     }
 }

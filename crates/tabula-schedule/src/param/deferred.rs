@@ -4,55 +4,48 @@
 use std::any::type_name;
 
 use tabula_core::{
-    Access, CommandError, CommandQueue, Commands, EventCursor, Events, UnsafeWorldCell, World,
+    Access, CommandError, CommandQueue, Commands, EntityLane, EventCursor, Events, UnsafeWorldCell, World,
 };
 
 use super::{RunTicks, SystemMeta, SystemParam};
 
-/// Stands for "reserves entity ids". Every `Commands` parameter writes it, so two systems
-/// that record commands never run at the same time: entity ids are then handed out in the
-/// same order on every run, whatever the thread timing, and so are identical between the
-/// single-threaded and the parallel executor.
-struct EntityReservations;
-
-// SAFETY: declares a write of the reservation marker (so command-recording systems are
-// ordered) and hands out `Commands`, which only reserves ids through `&Entities` (atomic)
-// and records into the system's own queue; nothing is applied until `apply_deferred`,
-// which runs with `&mut World`.
+// SAFETY: declares no data access: `Commands` only reserves ids through `&Entities`, in the
+// system's own lane (one atomic counter only this system uses), and records into the
+// system's own queue; nothing is applied until `apply_deferred`, which runs with
+// `&mut World`.
 unsafe impl SystemParam for Commands<'_, '_> {
-    type State = CommandQueue;
+    /// The system's queue, and the entity lane its spawns reserve ids in: ids then depend on
+    /// the world at the last sync point and on this system's own spawns, never on which
+    /// other systems run at the same time.
+    type State = (CommandQueue, EntityLane);
     type Item<'w, 's> = Commands<'w, 's>;
 
-    fn init_state(world: &mut World, meta: &mut SystemMeta) -> CommandQueue {
-        let id = world.register_resource::<EntityReservations>();
-        let mut access = Access::default();
-        access.add_write(id).expect("a fresh access cannot conflict");
-        meta.add_ordering_access("Commands", access);
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> Self::State {
         meta.set_deferred();
-        CommandQueue::new()
+        (CommandQueue::new(), world.add_entity_lane())
     }
 
-    fn has_deferred(queue: &CommandQueue) -> bool {
+    fn has_deferred((queue, _): &Self::State) -> bool {
         !queue.is_empty()
     }
 
-    fn apply_deferred(queue: &mut CommandQueue, world: &mut World, errors: &mut Vec<CommandError>) {
+    fn apply_deferred((queue, _): &mut Self::State, world: &mut World, errors: &mut Vec<CommandError>) {
         errors.extend(queue.apply(world));
     }
 
-    fn discard_deferred(queue: &mut CommandQueue) {
+    fn discard_deferred((queue, _): &mut Self::State) {
         *queue = CommandQueue::new();
     }
 
     unsafe fn get_param<'w, 's>(
-        queue: &'s mut CommandQueue,
+        (queue, lane): &'s mut Self::State,
         _: &SystemMeta,
         world: UnsafeWorldCell<'w>,
         _: RunTicks,
     ) -> Self::Item<'w, 's> {
-        // SAFETY: only the entity allocator's atomic reservation is used through this
+        // SAFETY: only the entity allocator's reservation (atomics) is used through this
         // reference, which no concurrently running system mutates.
-        Commands::new(queue, unsafe { world.world() })
+        Commands::new_in_lane(queue, unsafe { world.world() }, *lane)
     }
 }
 
