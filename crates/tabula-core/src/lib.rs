@@ -68,7 +68,10 @@ mod world;
 pub use archetype::{Archetype, ArchetypeId};
 pub use bundle::Bundle;
 pub use change::{CHECK_TICK_THRESHOLD, LastRun, MAX_CHANGE_AGE, Mut, Ref, Tick};
-pub use command::{ChildBuilder, Command, CommandError, CommandQueue, Commands, EntityCommands};
+pub use command::{
+    ChildBuilder, Command, CommandError, CommandQueue, Commands, EntityCommands, ParallelCommandQueue,
+    ScopedCommands,
+};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
 pub use error::EntityError;

@@ -60,8 +60,8 @@ pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, 
 pub use executor::ExecutorKind;
 pub use graph::ScheduleBuildError;
 pub use param::{
-    Described, EventReader, EventWriter, Local, Query, RemovedComponents, Res, ResMut, RunTicks, SystemMeta,
-    SystemParam, SystemParamItem,
+    Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
+    RunTicks, SystemMeta, SystemParam, SystemParamItem,
 };
 pub use schedule::{Dependency, Schedule};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
@@ -75,7 +75,7 @@ pub use trace::{Trace, TraceEvent};
 /// The names system code uses every day.
 pub mod prelude {
     pub use crate::{
-        CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local, Query,
-        RemovedComponents, Res, ResMut, Schedule, SystemSet, apply_deferred,
+        CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local,
+        ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet, apply_deferred,
     };
 }

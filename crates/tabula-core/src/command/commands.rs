@@ -241,36 +241,20 @@ impl<'a> EntityCommands<'a> {
 
     /// Adds (or replaces) the components of `bundle`.
     pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
-        let entity = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .insert(entity, bundle)
-                .map_err(|error| entity_error("insert", entity, error))
-        }));
+        self.queue.push(insert_command(self.entity, bundle));
         self
     }
 
     /// Removes the components of `B` and drops them. Fails, removing nothing, if the entity
     /// lacks any of them.
     pub fn remove<B: Bundle>(&mut self) -> &mut Self {
-        let entity = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .remove::<B>(entity)
-                .map(drop)
-                .map_err(|error| entity_error("remove", entity, error))
-        }));
+        self.queue.push(remove_command::<B>(self.entity));
         self
     }
 
     /// Despawns the entity; its children, if any, become roots.
     pub fn despawn(&mut self) {
-        let entity = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .despawn(entity)
-                .map_err(|error| entity_error("despawn", entity, error))
-        }));
+        self.queue.push(despawn_command(self.entity));
     }
 
     /// Despawns the entity and all its descendants.
@@ -412,6 +396,45 @@ impl std::fmt::Debug for EntityCommands<'_> {
             .field("entity", &self.entity)
             .finish_non_exhaustive()
     }
+}
+
+/// The command behind [`EntityCommands::insert`].
+pub(super) fn insert_command<B: Bundle>(entity: Entity, bundle: B) -> impl Command {
+    Fallible(move |world: &mut World| {
+        world
+            .insert(entity, bundle)
+            .map_err(|error| entity_error("insert", entity, error))
+    })
+}
+
+/// The command behind [`EntityCommands::remove`].
+pub(super) fn remove_command<B: Bundle>(entity: Entity) -> impl Command {
+    Fallible(move |world: &mut World| {
+        world
+            .remove::<B>(entity)
+            .map(drop)
+            .map_err(|error| entity_error("remove", entity, error))
+    })
+}
+
+/// The command behind [`EntityCommands::despawn`].
+pub(super) fn despawn_command(entity: Entity) -> impl Command {
+    Fallible(move |world: &mut World| {
+        world
+            .despawn(entity)
+            .map_err(|error| entity_error("despawn", entity, error))
+    })
+}
+
+/// A spawn whose id is taken when it is applied (no reservation beforehand).
+pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
+    Fallible(move |world: &mut World| {
+        let entity = world.reserve_entity();
+        world.spawn_at(entity, bundle).map_err(|error| {
+            release_reservation(world, entity);
+            entity_error("spawn", entity, error)
+        })
+    })
 }
 
 fn entity_error(command: &'static str, entity: Entity, error: crate::EntityError) -> CommandError {

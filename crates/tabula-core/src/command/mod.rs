@@ -28,6 +28,7 @@
 //! ```
 
 mod commands;
+pub(crate) mod parallel;
 mod queue;
 
 use std::fmt;
@@ -39,6 +40,7 @@ use crate::resource::ResourceError;
 use crate::world::World;
 
 pub use commands::{ChildBuilder, Commands, EntityCommands};
+pub use parallel::{ParallelCommandQueue, ScopedCommands};
 pub use queue::CommandQueue;
 
 /// A deferred change to the world, recorded now and applied at the next sync point.

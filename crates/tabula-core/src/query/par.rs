@@ -96,6 +96,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
         let matched = &self.matched;
         let pending = Mutex::new(Vec::new());
+        // Command scopes made in the closure are keyed by this pass and their run's start, so
+        // they apply in row order (`command/parallel.rs`).
+        let pass = crate::command::parallel::next_pass();
         // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows).
         let run = |index: usize, rows: Range<usize>, len: usize| {
             let matched = &matched[index];
@@ -110,12 +113,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             // SAFETY: the caches came from matching this archetype; the caller holds the
             // query's access; runs cover disjoint rows, so items on different threads never
             // alias; components are `Send + Sync`.
-            let written = unsafe {
+            let written = crate::command::parallel::in_run(pass, index, rows.start, || unsafe {
                 let mut data = D::fetch_archetype(matched.data, archetype, ticks);
                 let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
                 // Each run tries deferred marks on its own (no `plain` carried over).
                 run_rows::<D, F>(&mut data, &mut filter, rows.clone(), marks, &mut false, &mut &f)
-            };
+            });
             if written {
                 let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
                 pending.push(Run { index, rows });

@@ -4,7 +4,8 @@
 use std::any::type_name;
 
 use tabula_core::{
-    Access, CommandError, CommandQueue, Commands, EntityLane, EventCursor, Events, UnsafeWorldCell, World,
+    Access, CommandError, CommandQueue, Commands, EntityLane, EventCursor, Events, ParallelCommandQueue,
+    ScopedCommands, UnsafeWorldCell, World,
 };
 
 use super::{RunTicks, SystemMeta, SystemParam};
@@ -46,6 +47,82 @@ unsafe impl SystemParam for Commands<'_, '_> {
         // SAFETY: only the entity allocator's reservation (atomics) is used through this
         // reference, which no concurrently running system mutates.
         Commands::new_in_lane(queue, unsafe { world.world() }, *lane)
+    }
+}
+
+/// Records commands from many threads at once, typically from a `par_for_each` closure; they
+/// are applied at the system's next sync point in row order, whichever thread ran which
+/// rows, so the world (spawned ids included) is the same with one thread or many.
+///
+/// ```
+/// use tabula_core::{Entity, World};
+/// use tabula_schedule::prelude::*;
+///
+/// struct Fuse(u32);
+/// struct Spark(Entity);
+///
+/// fn ignite(mut fuses: Query<(Entity, &mut Fuse)>, commands: ParallelCommands) {
+///     fuses.par_for_each(|(entity, mut fuse)| {
+///         fuse.0 -= 1;
+///         if fuse.0 == 0 {
+///             commands.command_scope(|commands| {
+///                 commands.despawn(entity);
+///                 commands.spawn((Spark(entity),));
+///             });
+///         }
+///     });
+/// }
+///
+/// let mut world = World::new();
+/// world.spawn_batch((1..=1000).map(|i| (Fuse(i % 3 + 1),))).for_each(drop);
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(ignite);
+/// schedule.run(&mut world);
+/// assert_eq!(world.query::<&Spark>().iter(&world).count(), 333);
+/// assert_eq!(world.query::<&Fuse>().iter(&world).count(), 667);
+/// ```
+pub struct ParallelCommands<'s> {
+    queue: &'s ParallelCommandQueue,
+}
+
+impl ParallelCommands<'_> {
+    /// Runs `record` with commands that are applied at this scope's place in row order; see
+    /// [`ParallelCommandQueue::command_scope`].
+    pub fn command_scope<R>(&self, record: impl FnOnce(&mut ScopedCommands<'_>) -> R) -> R {
+        self.queue.command_scope(record)
+    }
+}
+
+// SAFETY: declares no data access and touches none: the queue is the system's own, and
+// nothing is applied until `apply_deferred`, which runs with `&mut World`.
+unsafe impl SystemParam for ParallelCommands<'_> {
+    type State = ParallelCommandQueue;
+    type Item<'w, 's> = ParallelCommands<'s>;
+
+    fn init_state(_: &mut World, meta: &mut SystemMeta) -> ParallelCommandQueue {
+        meta.set_deferred();
+        ParallelCommandQueue::new()
+    }
+
+    fn has_deferred(queue: &ParallelCommandQueue) -> bool {
+        !queue.is_empty()
+    }
+
+    fn apply_deferred(queue: &mut ParallelCommandQueue, world: &mut World, errors: &mut Vec<CommandError>) {
+        errors.extend(queue.apply(world));
+    }
+
+    fn discard_deferred(queue: &mut ParallelCommandQueue) {
+        *queue = ParallelCommandQueue::new();
+    }
+
+    unsafe fn get_param<'w, 's>(
+        queue: &'s mut ParallelCommandQueue,
+        _: &SystemMeta,
+        _: UnsafeWorldCell<'w>,
+        _: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        ParallelCommands { queue }
     }
 }
 

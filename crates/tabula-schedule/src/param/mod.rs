@@ -21,7 +21,7 @@ use crate::access::SystemAccess;
 mod deferred;
 mod removed;
 
-pub use deferred::{EventReader, EventWriter};
+pub use deferred::{EventReader, EventWriter, ParallelCommands};
 pub use removed::RemovedComponents;
 
 pub use tabula_core::query::RunTicks;
