@@ -13,7 +13,7 @@
 //! - `game_frame`: one frame of a small war game (`tabula_benches::game_frame`): 20,000 units
 //!   (Position, Velocity, Health, Team, Cooldown) and 20,000 rocks (Position, Velocity), eight
 //!   systems (integrate, steer through `par_for_each`, regen, fire, age, expire, hit, census)
-//!   making ~680 spawns, ~680 despawns and ~625 damage commands a frame. `tabula_<n>t` runs
+//!   making ~660 spawns, ~660 despawns and ~625 damage commands a frame. `tabula_<n>t` runs
 //!   the schedule inside a rayon pool of n threads (1, 2, 4, 8), each on its own world;
 //!   `raw` is the same frame written by hand over plain `Vec`s, serially. The setup checks
 //!   that every thread count leaves the same world (digest of entity ids and all state).

@@ -18,7 +18,7 @@
 //!
 //! Cooldowns last [`COOLDOWN`] frames and start spread over that period, health starts spread
 //! over its range, so the game is at its steady state from the first frame: with 20,000
-//! units, a frame makes ~680 spawns (bullets and replacement units), ~680 despawns and ~625
+//! units, a frame makes ~660 spawns (bullets and replacement units), ~660 despawns and ~625
 //! damage commands.
 
 use tabula::prelude::*;
