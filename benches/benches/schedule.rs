@@ -10,15 +10,37 @@
 //! - `busy_systems`: 15 systems over 50k entities with mixed access (read-only, disjoint
 //!   writers, and conflicting pairs that the graph orders), each doing a few flops per entity;
 //!   single-threaded against parallel executor.
+//! - `game_frame`: one frame of a small war game (`tabula_benches::game_frame`): 20,000 units
+//!   (Position, Velocity, Health, Team, Cooldown) and 20,000 rocks (Position, Velocity), eight
+//!   systems (integrate, steer through `par_for_each`, regen, fire, age, expire, hit, census)
+//!   making ~660 spawns, ~660 despawns and ~625 damage commands a frame. `tabula_<n>t` runs
+//!   the schedule inside a rayon pool of n threads (1, 2, 4, 8), each on its own world;
+//!   `raw` is the same frame written by hand over plain `Vec`s, serially. The setup checks
+//!   that every thread count leaves the same world (digest of entity ids and all state).
 //!
 //! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
 //! `docs/benchmarks.md` (section "Scheduler").
+//!
+//! ## Interleaved mode, for busy machines
+//!
+//! `TABULA_BENCH_ROUNDS=300 cargo bench -p tabula-benches --bench schedule -- game_frame`
+//! runs `game_frame` in interleaved rounds instead of under criterion (the other groups here
+//! run under criterion only); see `harness/mod.rs`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rayon::{ThreadPool, ThreadPoolBuilder};
 use tabula::prelude::*;
+use tabula_benches::game_frame::{self, RawGame, Setup, Tally};
+
+// `evict_caches` is for groups that stream more than the caches hold; none here does.
+#[allow(dead_code)]
+#[macro_use]
+mod harness;
+
+use harness::*;
 
 const EXECUTORS: [(&str, ExecutorKind); 2] = [
     ("parallel", ExecutorKind::Parallel),
@@ -352,11 +374,120 @@ fn busy_systems(c: &mut Criterion) {
     group.finish();
 }
 
+// ---------------------------------------------------------------------------------------
+// game_frame
+
+/// The thread counts `game_frame` runs at, each in its own rayon pool.
+const FRAME_THREADS: [usize; 4] = [1, 2, 4, 8];
+
+/// One world and schedule per thread count (in [`FRAME_THREADS`] order), and the raw game.
+struct FrameState {
+    worlds: Vec<(World, Schedule)>,
+    raw: RawGame,
+}
+
+impl Rounds for FrameState {}
+
+fn game_frame(c: &mut Criterion) {
+    const UNITS: usize = 20_000;
+    const ROCKS: usize = 20_000;
+    /// Frames run before timing: bullets fill up to their steady count in 20.
+    const WARM_FRAMES: usize = 40;
+    if interleaved_rounds().is_some() && !selected("game_frame") {
+        return;
+    }
+    let pools: Vec<ThreadPool> = FRAME_THREADS
+        .iter()
+        .map(|&n| {
+            ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .expect("the pool starts")
+        })
+        .collect();
+    let setup = Setup::new(UNITS, ROCKS, 0x2545_f491);
+    let mut states = placements(|copy| {
+        let (worlds, mut raw) = in_turn(
+            copy,
+            || {
+                let mut worlds = Vec::new();
+                for pool in &pools {
+                    let mut world = setup.world();
+                    let mut schedule = game_frame::schedule();
+                    pool.install(|| {
+                        for _ in 0..WARM_FRAMES {
+                            schedule.run(&mut world);
+                        }
+                    });
+                    worlds.push((world, schedule));
+                }
+                worlds
+            },
+            || setup.raw(),
+        );
+        for _ in 0..WARM_FRAMES {
+            raw.frame();
+        }
+        FrameState { worlds, raw }
+    });
+    // Not timed: every thread count leaves the same world, ids included.
+    for state in &mut states {
+        let digests: Vec<u64> = state
+            .worlds
+            .iter_mut()
+            .map(|(world, _)| game_frame::digest(world))
+            .collect();
+        assert!(
+            digests.iter().all(|&d| d == digests[0]),
+            "game_frame: the world differs between thread counts {FRAME_THREADS:?}: {digests:x?}"
+        );
+    }
+    {
+        let frames = WARM_FRAMES as f64;
+        let counts = states[0].raw.counts;
+        let world = &mut states[0].worlds[0].0;
+        let tally = *world.resource::<Tally>().expect("the world has a Tally");
+        println!(
+            "game_frame: per frame over the first {WARM_FRAMES}: raw {:.0} spawns, {:.0} despawns, {:.0} damage; \
+             tabula {:.0} hits, {:.1} deaths, {} bullets alive (raw {})",
+            counts.spawns as f64 / frames,
+            counts.despawns as f64 / frames,
+            counts.damage as f64 / frames,
+            tally.hits as f64 / frames,
+            tally.deaths as f64 / frames,
+            game_frame::bullets(world),
+            states[0].raw.bullets(),
+        );
+    }
+    let [p1, p2, p4, p8] = &pools[..] else {
+        unreachable!("four thread counts")
+    };
+    bench_group!(c, "game_frame", &mut states, [
+        "raw" => |s: &mut FrameState| s.raw.frame();
+        "tabula_1t" => |s: &mut FrameState| {
+            let (world, schedule) = &mut s.worlds[0];
+            p1.install(|| schedule.run(world))
+        };
+        "tabula_2t" => |s: &mut FrameState| {
+            let (world, schedule) = &mut s.worlds[1];
+            p2.install(|| schedule.run(world))
+        };
+        "tabula_4t" => |s: &mut FrameState| {
+            let (world, schedule) = &mut s.worlds[2];
+            p4.install(|| schedule.run(world))
+        };
+        "tabula_8t" => |s: &mut FrameState| {
+            let (world, schedule) = &mut s.worlds[3];
+            p8.install(|| schedule.run(world))
+        };
+    ]);
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, empty_systems, busy_systems
+    targets = schedule, empty_systems, busy_systems, game_frame
 }
 criterion_main!(benches);

@@ -71,7 +71,7 @@ fn simulate(options: &Options, threads: usize) {
         let elapsed = start.elapsed().as_secs_f64();
         total += elapsed;
         window += elapsed;
-        parallelism += sim.schedule.last_trace().map_or(0.0, |t| t.parallelism());
+        parallelism += sim.schedule.last_trace().map_or(0.0, |t| t.concurrency());
         let alive = sim.alive();
         low = low.min(alive);
         high = high.max(alive);
@@ -102,7 +102,7 @@ fn simulate(options: &Options, threads: usize) {
         sim.expired()
     );
     println!(
-        "systems running at once, on average: {:.2} (of {} systems; par_for_each inside integrate is not counted)",
+        "systems running at once, on average while any ran: {:.2} (of {} systems; par_for_each inside integrate is not counted)",
         parallelism / frames,
         sim.schedule.len()
     );

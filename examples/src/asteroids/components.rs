@@ -109,6 +109,13 @@ pub struct GameState {
     pub playing: bool,
 }
 
+/// How big a game is: fixed when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Asteroids the first level starts with; each later level starts with one more.
+    pub asteroids: u32,
+}
+
 /// The scripted pilot's inputs for this frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Pilot {

@@ -27,6 +27,9 @@ pub const HEIGHT: f32 = 450.0;
 /// Fixed time step.
 pub const DT: f32 = 1.0 / 60.0;
 
+/// Asteroids the first level of the classic game starts with (then one more per level).
+pub const CLASSIC_ASTEROIDS: u32 = 3;
+
 /// A running game.
 pub struct Game {
     /// The entities and resources.
@@ -39,9 +42,17 @@ pub struct Game {
 pub type EntityState = (Entity, [u32; 3], Option<[u32; 3]>, bool, bool, bool, Option<u32>);
 
 impl Game {
-    /// A new game with the given seed, using the given executor.
+    /// A new classic game ([`CLASSIC_ASTEROIDS`]) with the given seed, using the given
+    /// executor.
     pub fn new(seed: u64, executor: ExecutorKind) -> Self {
+        Self::with_asteroids(seed, executor, CLASSIC_ASTEROIDS)
+    }
+
+    /// A new game whose first level starts with `asteroids` asteroids (each later level with
+    /// one more), with the given seed, using the given executor.
+    pub fn with_asteroids(seed: u64, executor: ExecutorKind, asteroids: u32) -> Self {
         let mut world = World::new();
+        world.insert_resource(Settings { asteroids });
         world.insert_resource(GameState {
             lives: 3,
             level: 0,

@@ -85,6 +85,7 @@ fn spawn_ship(commands: &mut Commands) {
 /// starts the next level when every asteroid and bullet is gone.
 pub fn game_manager(
     mut commands: Commands,
+    settings: Res<Settings>,
     mut state: ResMut<GameState>,
     mut rng: ResMut<Rng>,
     ships: Query<&Position, With<Spaceship>>,
@@ -119,7 +120,7 @@ pub fn game_manager(
             y: CENTRE.1,
             rotation: 0.0,
         });
-        for _ in 0..2 + state.level {
+        for _ in 0..settings.asteroids + state.level - 1 {
             // Place each new asteroid well away from the ship.
             loop {
                 let p = Position {
