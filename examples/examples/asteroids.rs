@@ -96,7 +96,7 @@ fn play(options: &Options, threads: usize) {
     game.snapshot().hash(&mut digest);
     println!("---");
     println!(
-        "final: level {}, lives {}, hits {}, state digest {:016x} (equal for every thread count)",
+        "final: level {}, lives {}, hits {}, state digest {:016x} (the same with any --threads: compare with --threads 1)",
         state.level,
         state.lives,
         state.hits,
