@@ -13,8 +13,9 @@
 //! * **`par_for_each` in the heaviest system.** [`integrate`] moves every particle, bounces it
 //!   off the floor, ages it and fades its colour, spread over rayon's threads.
 //!
-//! The frame's graph: `emit -> expire` (both record commands, so they are ordered),
-//! `gravity` and `drag` beside them, then `integrate`, then [`census`].
+//! The frame's graph: `emit`, `expire`, `gravity` and `drag` side by side (the two command
+//! recorders share no data, and each reserves ids in its own lane), a sync point applying
+//! `expire`'s despawns, then `integrate`, then [`census`].
 //!
 //! Emission is tuned so that the number of particles stays near the initial count: each
 //! frame the emitters together spawn about as many particles as a frame's worth of the

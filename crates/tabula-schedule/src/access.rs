@@ -8,8 +8,8 @@ use tabula_core::Access;
 pub struct SystemAccess {
     /// One entry per parameter that touches data, with its name (for messages).
     params: Vec<(String, Access)>,
-    /// Accesses that only order this system against others, such as `Commands`' write of the
-    /// entity-reservation marker (which keeps id hand-out deterministic). They stand for no
+    /// Accesses that only order this system against others (`SystemMeta::add_ordering_access`).
+    /// They stand for no
     /// data the system's other parameters can reach, so they never conflict within one
     /// system, `&World` included.
     ordering: Vec<(String, Access)>,

@@ -8,15 +8,16 @@
 //!
 //! 1. **Build** (once, and again after systems are added): initialise each system's
 //!    parameters against the world (a system whose own parameters would alias panics here,
-//!    naming both), resolve sets, add explicit edges, insert sync points after
-//!    command-recording systems that an ordering edge leaves, order every conflicting pair as
-//!    added, and reduce the graph ([`graph`]).
+//!    naming both), resolve sets, add explicit edges, order every conflicting pair as added,
+//!    insert sync points on the edges that leave command-recording systems, and reduce the
+//!    graph ([`graph`]).
 //! 2. **Execute**: the parallel executor keeps an atomic counter of unfinished dependencies
 //!    per node; whoever finishes a node releases its dependents, running cheap ones inline
 //!    and handing the rest to rayon, except the one heading the longest chain of work, which
 //!    it keeps (the plan in `executor/plan.rs`). Exclusive systems and sync points run alone
 //!    because they conflict with everything.
-//! 3. **Finish**: command buffers still pending are applied in the order the systems ran;
+//! 3. **Finish**: command buffers still pending are applied in the graph's order (the order
+//!    the systems were added, along explicit ordering);
 //!    events age by one run.
 //!
 //! Because every two conflicting systems are ordered the same way on every run, the world

@@ -141,7 +141,7 @@ impl SystemMeta {
     }
 
     /// Declares an access that only orders the system against other systems, never against
-    /// its own parameters (e.g. `Commands`' write of the entity-reservation marker).
+    /// its own parameters (an access that stands for no data the system's parameters reach).
     pub fn add_ordering_access(&mut self, param: &str, access: Access) {
         self.access.add_ordering(param.to_string(), access);
     }
