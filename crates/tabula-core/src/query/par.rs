@@ -113,8 +113,19 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             let written = unsafe {
                 let mut data = D::fetch_archetype(matched.data, archetype, ticks);
                 let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                // Each run tries deferred marks on its own (no `plain` carried over).
-                run_rows::<D, F>(&mut data, &mut filter, rows.clone(), marks, &mut false, &mut &f)
+                // Each run tries deferred marks on its own (no `plain` carried over). The row
+                // loop calls `Func` itself, through a closure that forwards to it: handed
+                // `&mut &f`, it called `<&Func as FnMut>::call_mut`, which LLVM kept out of
+                // line with the closure's body inside, so every row paid a call and the
+                // kernel was never vectorised with the loop.
+                run_rows::<D, F>(
+                    &mut data,
+                    &mut filter,
+                    rows.clone(),
+                    marks,
+                    &mut false,
+                    &mut |item| f(item),
+                )
             };
             if written {
                 let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
