@@ -9,6 +9,10 @@
 //! - `par_big_iter`: the 1M pass with `par_for_each`, beside the serial tabula pass.
 //! - `frag_iter`: 26 archetypes of 20 entities; `data *= 2` over `&mut Data`; also in hecs.
 //! - `heavy_compute`: 1k entities, 100 4x4 inversions each, in parallel and serially.
+//! - `light_par`: 20k entities, a `steer` kernel of about 50 flops each over (Position,
+//!   Velocity, Target): `for_each`, and `par_for_each` in rayon pools of 1, 2 and 8 threads;
+//!   the baselines are a plain `Vec` of the same fields, serially (`raw_serial`) and with
+//!   rayon's `par_iter_mut` in the 2-thread pool (`raw_par_iter_mut`, the ratio's baseline).
 //! - `changed_filter`: a `Changed<T>` pass over 100k rows of which 1% changed.
 //!
 //! Entries named `tabula_untracked` / `tabula_one_archetype` are diagnostics, not workloads:
@@ -492,6 +496,118 @@ fn heavy_compute(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------
+// light_par
+
+/// Where a `light_par` agent heads.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Target([f32; 3]);
+
+/// One `light_par` agent as the plain-`Vec` baselines store it.
+#[derive(Clone, Copy)]
+struct Agent {
+    pos: Position,
+    vel: Velocity,
+    target: Target,
+}
+
+/// The per-entity work of `light_par`, about 50 flops: steer the velocity towards the
+/// target (normalised direction at full speed, the change clamped to a maximum force), clamp
+/// the speed, then move.
+#[inline(always)]
+fn steer(pos: &mut Position, vel: &mut Velocity, target: &Target) {
+    const MAX_SPEED: f32 = 4.0;
+    const MAX_FORCE: f32 = 0.5;
+    const DT: f32 = 1.0 / 60.0;
+    let [p, v, t] = [pos.0, vel.0, target.0];
+    let to = [t[0] - p[0], t[1] - p[1], t[2] - p[2]];
+    let dist = (to[0] * to[0] + to[1] * to[1] + to[2] * to[2]).sqrt().max(1e-6);
+    let scale = MAX_SPEED / dist;
+    let force = [to[0] * scale - v[0], to[1] * scale - v[1], to[2] * scale - v[2]];
+    let len = (force[0] * force[0] + force[1] * force[1] + force[2] * force[2]).sqrt();
+    let clamp = (MAX_FORCE / len.max(1e-6)).min(1.0);
+    let v = [
+        v[0] + force[0] * clamp,
+        v[1] + force[1] * clamp,
+        v[2] + force[2] * clamp,
+    ];
+    let speed = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    let slow = (MAX_SPEED / speed.max(1e-6)).min(1.0);
+    let v = [v[0] * slow, v[1] * slow, v[2] * slow];
+    vel.0 = v;
+    pos.0 = [p[0] + v[0] * DT, p[1] + v[1] * DT, p[2] + v[2] * DT];
+}
+
+/// The `light_par` agent `i`: spread over a plane, heading for a point across it.
+fn agent(i: usize) -> Agent {
+    let x = (i % 200) as f32;
+    let z = (i / 200) as f32;
+    Agent {
+        pos: Position([x, 0.0, z]),
+        vel: Velocity([0.5, 0.0, -0.5]),
+        target: Target([200.0 - x, 1.0, z * 0.5]),
+    }
+}
+
+/// 20,000 agents in a world and in a plain `Vec`, and the rayon pools the entries run in.
+struct LightState {
+    world: World,
+    query: QueryState<(&'static mut Position, &'static mut Velocity, &'static Target)>,
+    agents: Vec<Agent>,
+}
+
+impl Rounds for LightState {}
+
+/// 20,000 entities, `steer` (about 50 flops each): serially, and `par_for_each` in pools of
+/// 1, 2 and 8 threads (8 oversubscribes a 2-core machine), beside a `Vec` of the same fields
+/// under rayon's `par_iter_mut` in the 2-thread pool.
+fn light_par(c: &mut Criterion) {
+    const N: usize = 20_000;
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a rayon pool")
+    };
+    let (pool1, pool2, pool8) = (pool(1), pool(2), pool(8));
+    let mut states = placements(|copy| {
+        let ((world, query), agents) = in_turn(
+            copy,
+            || world_with((0..N).map(agent).map(|a| (a.pos, a.vel, a.target))),
+            || (0..N).map(agent).collect(),
+        );
+        LightState { world, query, agents }
+    });
+    let par = |s: &mut LightState| {
+        s.query.par_for_each(&mut s.world, |(mut pos, mut vel, target)| {
+            steer(&mut pos, &mut vel, target)
+        })
+    };
+    bench_group!(c, "light_par", &mut states, [
+        "tabula_for_each" => |s: &mut LightState| {
+            s.query
+                .for_each(&mut s.world, |(mut pos, mut vel, target)| steer(&mut pos, &mut vel, target))
+        };
+        "tabula_par_1" => |s: &mut LightState| pool1.install(|| par(s));
+        "tabula_par_2" => |s: &mut LightState| pool2.install(|| par(s));
+        "tabula_par_8" => |s: &mut LightState| pool8.install(|| par(s));
+        "raw_par_iter_mut" => |s: &mut LightState| {
+            let agents = black_box(&mut s.agents);
+            pool2.install(|| {
+                agents
+                    .par_iter_mut()
+                    .for_each(|a| steer(&mut a.pos, &mut a.vel, &a.target))
+            });
+        };
+        "raw_serial" => |s: &mut LightState| {
+            for a in black_box(&mut s.agents).iter_mut() {
+                steer(&mut a.pos, &mut a.vel, &a.target);
+            }
+        };
+    ]);
+}
+
+// ---------------------------------------------------------------------------------------
 // changed_filter
 
 struct Value(u32);
@@ -595,6 +711,7 @@ fn main() {
     simple_iter(&mut c);
     frag_iter(&mut c);
     heavy_compute(&mut c);
+    light_par(&mut c);
     big_iter(&mut c);
     changed_filter(&mut c);
     c.final_summary();

@@ -11,11 +11,15 @@
 //! Change marks follow `for_each`'s scheme per run: a run that wrote every row leaves its
 //! marks pending, and after the parallel section an archetype whose pending runs cover all
 //! of its rows gets one changed floor; the pending runs of any other archetype fill their
-//! rows' ticks.
+//! rows' ticks. The pending runs travel back up rayon's join tree as each run's return
+//! value, neighbours merged into one range, so no run takes a lock or touches memory another
+//! run writes; in the steady state (every row written) each archetype comes back as one
+//! range and nothing is allocated. A panic out of the closure is caught per run and rethrown
+//! after the marks are made.
 
+use std::any::Any;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -95,12 +99,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
 
         let matched = &self.matched;
-        let pending = Mutex::new(Vec::new());
         // Command scopes made in the closure are keyed by this pass and their run's start, so
         // they apply in row order (`command/parallel.rs`).
         let pass = crate::command::parallel::next_pass();
-        // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows).
-        let run = |index: usize, rows: Range<usize>, len: usize| {
+        // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows), and
+        // reports what is left to mark. A panic is caught here, per run, so that the pending
+        // runs of the others still reach `mark_pending` (the unwind guard in `run_rows` has
+        // marked what the panicking run wrote).
+        let run = |index: usize, rows: Range<usize>, len: usize| -> Outcome {
             let matched = &matched[index];
             let archetype = &archetypes[matched.archetype.index()];
             // A run that spans the whole archetype is the only one working on it and may set
@@ -110,87 +116,202 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             } else {
                 Marks::Defer
             };
-            // SAFETY: the caches came from matching this archetype; the caller holds the
-            // query's access; runs cover disjoint rows, so items on different threads never
-            // alias; components are `Send + Sync`.
-            let written = crate::command::parallel::in_run(pass, index, rows.start, || unsafe {
-                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
-                // Each run tries deferred marks on its own (no `plain` carried over).
-                run_rows::<D, F>(&mut data, &mut filter, rows.clone(), marks, &mut false, &mut &f)
-            });
-            if written {
-                let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
-                pending.push(Run { index, rows });
+            let result = panic::catch_unwind(AssertUnwindSafe(|| {
+                crate::command::parallel::in_run(pass, index, rows.start, || {
+                    // SAFETY: the caches came from matching this archetype; the caller holds the
+                    // query's access; runs cover disjoint rows, so items on different threads
+                    // never alias; components are `Send + Sync`.
+                    unsafe {
+                        let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+                        let mut filter = F::fetch_archetype(matched.filter, archetype, ticks);
+                        // Each run tries deferred marks on its own (no `plain` carried over). The
+                        // row loop calls `Func` itself, through a closure that forwards to it:
+                        // handed `&mut &f`, it called `<&Func as FnMut>::call_mut`, which LLVM
+                        // kept out of line with the closure's body inside, so every row paid a
+                        // call and the kernel was never vectorised with the loop.
+                        run_rows::<D, F>(
+                            &mut data,
+                            &mut filter,
+                            rows.clone(),
+                            marks,
+                            &mut false,
+                            &mut |item| f(item),
+                        )
+                    }
+                })
+            }));
+            match result {
+                Ok(true) => Outcome {
+                    pending: Pending::One(rows),
+                    panic: None,
+                },
+                Ok(false) => Outcome {
+                    pending: Pending::Nothing,
+                    panic: None,
+                },
+                Err(panic) => Outcome {
+                    pending: Pending::Nothing,
+                    panic: Some(panic),
+                },
             }
         };
-        let archetype_lens = matched
+        // One entry per non-empty matched archetype, and what its runs left to mark: each
+        // archetype's runs combine their outcomes up rayon's join tree, so no run touches
+        // anything another run touches.
+        let units: Vec<(usize, usize)> = matched
             .iter()
             .enumerate()
             .map(|(index, m)| (index, archetypes[m.archetype.index()].len()))
-            .filter(|&(_, len)| len > 0);
-        let result = match self.par_batch_size {
+            .filter(|&(_, len)| len > 0)
+            .collect();
+        let mut outcomes = Vec::with_capacity(units.len());
+        match self.par_batch_size {
             BatchSize::Fixed(n) => {
                 let batch = n.max(1);
-                let runs: Vec<(usize, Range<usize>, usize)> = archetype_lens
-                    .flat_map(|(index, len)| {
-                        (0..len)
-                            .step_by(batch)
-                            .map(move |start| (index, start..(start + batch).min(len), len))
+                units
+                    .par_iter()
+                    .map(|&(index, len)| {
+                        (0..len.div_ceil(batch))
+                            .into_par_iter()
+                            .map(|b| run(index, b * batch..((b + 1) * batch).min(len), len))
+                            .reduce(Outcome::default, Outcome::merge)
                     })
-                    .collect();
-                panic::catch_unwind(AssertUnwindSafe(|| {
-                    runs.into_par_iter()
-                        .for_each(|(index, rows, len)| run(index, rows, len));
-                }))
+                    .collect_into_vec(&mut outcomes);
             }
             BatchSize::Automatic => {
-                let units: Vec<(usize, usize)> = archetype_lens.collect();
-                panic::catch_unwind(AssertUnwindSafe(|| {
-                    units.into_par_iter().for_each(|(index, len)| {
-                        rayon::iter::split(0..len, halve).for_each(|rows| run(index, rows, len));
-                    });
-                }))
+                units
+                    .par_iter()
+                    .map(|&(index, len)| {
+                        rayon::iter::split(0..len, halve)
+                            .map(|rows| run(index, rows, len))
+                            .reduce(Outcome::default, Outcome::merge)
+                    })
+                    .collect_into_vec(&mut outcomes);
             }
-        };
-        // Every task has finished, also when one panicked (rayon joins before it rethrows):
-        // the pending marks are made here, by this thread alone, and a run that finished
-        // wrote every one of its rows, so none of them may go unmarked.
-        let mut pending = pending.into_inner().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: forwarded contract; no item is live any more.
-        unsafe { self.mark_pending(archetypes, &mut pending, ticks) };
-        if let Err(panic) = result {
+        }
+        // Every task has finished, also when one panicked: the pending marks are made here,
+        // by this thread alone, and a run that finished wrote every one of its rows, so none
+        // of them may go unmarked.
+        let mut panic = None;
+        for (&(index, len), outcome) in units.iter().zip(outcomes) {
+            panic = panic.or(outcome.panic);
+            // SAFETY: forwarded contract; no item is live any more, no other thread works on
+            // these rows, and the pending runs are disjoint and lie within the archetype.
+            unsafe { self.mark_pending(archetypes, index, len, outcome.pending, ticks) };
+        }
+        if let Some(panic) = panic {
             panic::resume_unwind(panic);
         }
     }
 
-    /// Marks the runs `run_rows` left pending: with one floor for an archetype whose pending
-    /// runs cover all of its rows, and by filling the rows of the others.
+    /// Marks the runs of the `index`th matched archetype (`len` rows) that `run_rows` left
+    /// pending: with one floor when they cover all of its rows, else by filling their rows.
     ///
     /// # Safety
     /// As for [`par_for_each_unchecked`](Self::par_for_each_unchecked), with no item of these
     /// rows live and no other thread working on them; the runs are disjoint and each lies
-    /// within its archetype's rows.
-    unsafe fn mark_pending(&self, archetypes: &[Archetype], runs: &mut [Run], ticks: RunTicks) {
-        runs.sort_unstable_by_key(|run| (run.index, run.rows.start));
-        for group in runs.chunk_by(|a, b| a.index == b.index) {
-            let matched = &self.matched[group[0].index];
-            let archetype = &archetypes[matched.archetype.index()];
-            let covered: usize = group.iter().map(|run| run.rows.len()).sum();
-            // SAFETY: the caller's contract; the rows are live, ours, and no item of them
-            // exists. Disjoint runs covering the archetype's length cover every row, all
-            // written, and no other thread is at work, so the floor may be set.
-            unsafe {
-                let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-                if covered == archetype.len() {
-                    D::mark_rows(&mut data, 0..archetype.len(), true);
-                } else {
-                    for run in group {
-                        D::mark_rows(&mut data, run.rows.clone(), false);
+    /// within the archetype's rows.
+    unsafe fn mark_pending(
+        &self,
+        archetypes: &[Archetype],
+        index: usize,
+        len: usize,
+        pending: Pending,
+        ticks: RunTicks,
+    ) {
+        if matches!(pending, Pending::Nothing) {
+            return;
+        }
+        let matched = &self.matched[index];
+        let archetype = &archetypes[matched.archetype.index()];
+        // SAFETY: the caller's contract; the rows are live, ours, and no item of them exists.
+        // Disjoint runs covering the archetype's length cover every row, all written, and no
+        // other thread is at work, so the floor may be set.
+        unsafe {
+            let mut data = D::fetch_archetype(matched.data, archetype, ticks);
+            match pending {
+                Pending::Nothing => {}
+                Pending::One(rows) if rows.len() == len => D::mark_rows(&mut data, rows, true),
+                Pending::One(rows) => D::mark_rows(&mut data, rows, false),
+                Pending::Many(runs) => {
+                    if runs.iter().map(ExactSizeIterator::len).sum::<usize>() == len {
+                        D::mark_rows(&mut data, 0..len, true);
+                    } else {
+                        for rows in runs {
+                            D::mark_rows(&mut data, rows, false);
+                        }
                     }
                 }
             }
         }
+    }
+}
+
+/// What the runs of one archetype left to do once they have all finished.
+#[derive(Default)]
+struct Outcome {
+    /// The rows of runs that wrote every row and whose marks are still to be made
+    /// ([`Marks::Defer`]).
+    pending: Pending,
+    /// The first panic out of the closure, to rethrow once the marks are made.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Outcome {
+    /// Both outcomes, of disjoint runs of one archetype.
+    fn merge(self, other: Self) -> Self {
+        Self {
+            pending: self.pending.merge(other.pending),
+            panic: self.panic.or(other.panic),
+        }
+    }
+}
+
+/// Disjoint runs of rows, merged where they meet. When every run writes every row (the
+/// steady state), rayon's join tree combines neighbours, so the runs of an archetype end as
+/// one range and nothing is allocated.
+#[derive(Default)]
+enum Pending {
+    #[default]
+    Nothing,
+    One(Range<usize>),
+    Many(Vec<Range<usize>>),
+}
+
+impl Pending {
+    fn merge(self, other: Self) -> Self {
+        match (self, other) {
+            (Pending::Nothing, other) | (other, Pending::Nothing) => other,
+            (Pending::One(a), Pending::One(b)) => match join(&a, &b) {
+                Some(rows) => Pending::One(rows),
+                None => Pending::Many(vec![a, b]),
+            },
+            (Pending::Many(mut runs), Pending::One(rows)) | (Pending::One(rows), Pending::Many(mut runs)) => {
+                match runs
+                    .iter_mut()
+                    .find_map(|run| join(run, &rows).map(|joined| (run, joined)))
+                {
+                    Some((run, joined)) => *run = joined,
+                    None => runs.push(rows),
+                }
+                Pending::Many(runs)
+            }
+            (Pending::Many(mut a), Pending::Many(b)) => {
+                a.extend(b);
+                Pending::Many(a)
+            }
+        }
+    }
+}
+
+/// The rows of `a` and `b` as one range, when they meet.
+fn join(a: &Range<usize>, b: &Range<usize>) -> Option<Range<usize>> {
+    if a.end == b.start {
+        Some(a.start..b.end)
+    } else if b.end == a.start {
+        Some(b.start..a.end)
+    } else {
+        None
     }
 }
 
@@ -202,11 +323,4 @@ fn halve(rows: Range<usize>) -> (Range<usize>, Option<Range<usize>>) {
     }
     let middle = rows.start + rows.len() / 2;
     (rows.start..middle, Some(middle..rows.end))
-}
-
-/// Rows `rows` of the `index`th matched archetype, all written, whose marks are still to be
-/// made ([`Marks::Defer`]).
-struct Run {
-    index: usize,
-    rows: Range<usize>,
 }
