@@ -294,7 +294,7 @@ impl Entities {
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
         debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
-        // No reservation is outstanding, so `reserved` stays 0 as `pending` changes.
+        // No reservation is outstanding, so changing `pending` moves no reserved position.
         let entity = if let Some(index) = self.pending.pop() {
             let meta = &mut self.meta[index as usize];
             meta.place(index, location);
@@ -328,7 +328,7 @@ impl Entities {
         // Retire the slot rather than wrap its generation: a stale handle must never match.
         if let Some(next) = meta.generation.checked_add(1) {
             meta.generation = next;
-            // No reservation is outstanding, so `reserved` stays 0.
+            // No reservation is outstanding, so no reserved position moves.
             self.pending.push(entity.index());
         }
         Some(location)
