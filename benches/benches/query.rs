@@ -13,6 +13,8 @@
 //!   Velocity, Target): `for_each`, and `par_for_each` in rayon pools of 1, 2 and 8 threads;
 //!   the baselines are a plain `Vec` of the same fields, serially (`raw_serial`) and with
 //!   rayon's `par_iter_mut` in the 2-thread pool (`raw_par_iter_mut`, the ratio's baseline).
+//!   Diagnostics: `for_each` inside the 1-thread pool (what `install` adds to
+//!   `tabula_par_1`), and `par_iter_mut` in the 8-thread pool.
 //! - `changed_filter`: a `Changed<T>` pass over 100k rows of which 1% changed.
 //!
 //! Entries named `tabula_untracked` / `tabula_one_archetype` are diagnostics, not workloads:
@@ -588,12 +590,30 @@ fn light_par(c: &mut Criterion) {
             s.query
                 .for_each(&mut s.world, |(mut pos, mut vel, target)| steer(&mut pos, &mut vel, target))
         };
+        // Diagnostic: `for_each` in the 1-thread pool, i.e. `tabula_par_1`'s serial pass
+        // plus what `install` costs (handing the pass to the pool's thread and back).
+        "tabula_for_each_in_pool_1" => |s: &mut LightState| {
+            pool1.install(|| {
+                s.query
+                    .for_each(&mut s.world, |(mut pos, mut vel, target)| steer(&mut pos, &mut vel, target))
+            })
+        };
         "tabula_par_1" => |s: &mut LightState| pool1.install(|| par(s));
         "tabula_par_2" => |s: &mut LightState| pool2.install(|| par(s));
         "tabula_par_8" => |s: &mut LightState| pool8.install(|| par(s));
         "raw_par_iter_mut" => |s: &mut LightState| {
             let agents = black_box(&mut s.agents);
             pool2.install(|| {
+                agents
+                    .par_iter_mut()
+                    .for_each(|a| steer(&mut a.pos, &mut a.vel, &a.target))
+            });
+        };
+        // Diagnostic: the baseline in the 8-thread pool, what rayon itself loses to
+        // oversubscription.
+        "raw_par_iter_mut_8" => |s: &mut LightState| {
+            let agents = black_box(&mut s.agents);
+            pool8.install(|| {
                 agents
                     .par_iter_mut()
                     .for_each(|a| steer(&mut a.pos, &mut a.vel, &a.target))

@@ -3,8 +3,12 @@
 //! The matched archetypes are cut into *runs* of rows, each handed to one task. By default
 //! rayon cuts them as it goes: every archetype is one run that is halved whenever a thread
 //! is idle to take the other half (rayon's adaptive splitting, as for a `par_iter` over a
-//! `Vec`), so cheap rows cost a handful of runs and expensive ones are shared out to the
-//! last few rows. With [`BatchSize::Fixed`] the runs are that many rows each. Runs never
+//! `Vec`), down to a least length: each pass times its runs, and the next keeps its runs
+//! long enough for about 20 us of rows at that cost per row. So expensive rows are shared
+//! out to the last few rows, while cheap ones make a handful of runs however many threads
+//! the pool has: cut finer, a 50-flop kernel spent more on tasks and on waking threads than
+//! it gained, and a pool of 8 threads on 2 cores made the pass slower than 2 threads did.
+//! With [`BatchSize::Fixed`] the runs are that many rows each. Runs never
 //! share a row, so the mutable items handed to different threads never alias. Below a size
 //! threshold the query runs serially: spawning tasks would cost more than the work.
 //!
@@ -18,8 +22,12 @@
 //! after the marks are made.
 
 use std::any::Any;
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -99,6 +107,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
 
         let matched = &self.matched;
+        let automatic = self.par_batch_size == BatchSize::Automatic;
         // Command scopes made in the closure are keyed by this pass and their run's start, so
         // they apply in row order (`command/parallel.rs`).
         let pass = crate::command::parallel::next_pass();
@@ -116,6 +125,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             } else {
                 Marks::Defer
             };
+            // Automatic passes time their runs, to size the next pass's runs.
+            let start = automatic.then(Instant::now);
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
                 crate::command::parallel::in_run(pass, index, rows.start, || {
                     // SAFETY: the caches came from matching this archetype; the caller holds the
@@ -140,18 +151,25 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     }
                 })
             }));
+            let timed = Timed {
+                rows: rows.len(),
+                nanos: start.map_or(0, |start| start.elapsed().as_nanos()),
+            };
             match result {
                 Ok(true) => Outcome {
                     pending: Pending::One(rows),
                     panic: None,
+                    timed,
                 },
                 Ok(false) => Outcome {
                     pending: Pending::Nothing,
                     panic: None,
+                    timed,
                 },
                 Err(panic) => Outcome {
                     pending: Pending::Nothing,
                     panic: Some(panic),
+                    timed,
                 },
             }
         };
@@ -179,10 +197,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     .collect_into_vec(&mut outcomes);
             }
             BatchSize::Automatic => {
+                let min_len = min_run_len(self.par_row_cost.load(Ordering::Relaxed), total, threads);
                 units
                     .par_iter()
                     .map(|&(index, len)| {
-                        rayon::iter::split(0..len, halve)
+                        rayon::iter::split(0..len, |rows| halve(rows, min_len))
                             .map(|rows| run(index, rows, len))
                             .reduce(Outcome::default, Outcome::merge)
                     })
@@ -193,14 +212,21 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         // by this thread alone, and a run that finished wrote every one of its rows, so none
         // of them may go unmarked.
         let mut panic = None;
+        let mut timed = Timed::default();
         for (&(index, len), outcome) in units.iter().zip(outcomes) {
             panic = panic.or(outcome.panic);
+            timed = timed.merge(outcome.timed);
             // SAFETY: forwarded contract; no item is live any more, no other thread works on
             // these rows, and the pending runs are disjoint and lie within the archetype.
             unsafe { self.mark_pending(archetypes, index, len, outcome.pending, ticks) };
         }
         if let Some(panic) = panic {
             panic::resume_unwind(panic);
+        }
+        if automatic && timed.rows > 0 {
+            let picos = timed.nanos.saturating_mul(1000) / timed.rows as u128;
+            let picos = u64::try_from(picos).unwrap_or(u64::MAX).max(1);
+            self.par_row_cost.store(picos, Ordering::Relaxed);
         }
     }
 
@@ -247,6 +273,58 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 }
 
+/// The least time a run should take when rayon cuts the rows itself, in nanoseconds. A cut
+/// costs a task, and the task's thread may have to be woken: a pool's round trip is about
+/// 13 us on the 2-core machine of `light_par`, so shorter runs spend more on being shared
+/// out than they save, most of all in a pool with more threads than cores.
+const RUN_TARGET_NANOS: u64 = 20_000;
+
+/// The least rows per run, when the previous automatic pass measured a row at `row_picos`
+/// picoseconds (0: no pass yet, so any length, as rayon would cut them), for a pass of
+/// `total` rows in a pool of `threads`.
+///
+/// In a pool with more threads than cores, a short pass (a few runs' worth per core) is cut
+/// into no more runs than there are cores: further runs could not run at once anyway, and
+/// each one a thread takes wakes another (rayon's `Sleep::work_found`), which there shares a
+/// core with the working threads. Measured on `light_par` with 8 threads on 2 cores, 4 runs
+/// instead of 2 cost 3-4% of the pass.
+fn min_run_len(row_picos: u64, total: usize, threads: usize) -> usize {
+    if row_picos == 0 {
+        return 1;
+    }
+    let len = usize::try_from(RUN_TARGET_NANOS.saturating_mul(1000) / row_picos)
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let cores = cores();
+    if threads > cores && total / len <= 4 * cores {
+        len.max(total.div_ceil(cores))
+    } else {
+        len
+    }
+}
+
+/// The machine's cores (as `std::thread::available_parallelism` counts them), looked up once.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+}
+
+/// Rows run and the time they took, summed over runs.
+#[derive(Clone, Copy, Default)]
+struct Timed {
+    rows: usize,
+    nanos: u128,
+}
+
+impl Timed {
+    fn merge(self, other: Self) -> Self {
+        Self {
+            rows: self.rows + other.rows,
+            nanos: self.nanos + other.nanos,
+        }
+    }
+}
+
 /// What the runs of one archetype left to do once they have all finished.
 #[derive(Default)]
 struct Outcome {
@@ -255,6 +333,8 @@ struct Outcome {
     pending: Pending,
     /// The first panic out of the closure, to rethrow once the marks are made.
     panic: Option<Box<dyn Any + Send>>,
+    /// The runs' rows and time.
+    timed: Timed,
 }
 
 impl Outcome {
@@ -263,6 +343,7 @@ impl Outcome {
         Self {
             pending: self.pending.merge(other.pending),
             panic: self.panic.or(other.panic),
+            timed: self.timed.merge(other.timed),
         }
     }
 }
@@ -315,10 +396,11 @@ fn join(a: &Range<usize>, b: &Range<usize>) -> Option<Range<usize>> {
     }
 }
 
-/// Splits a run of rows in two halves, or keeps a single row whole: rayon calls this only
-/// when it wants more pieces (a thread is idle, or the first few splits).
-fn halve(rows: Range<usize>) -> (Range<usize>, Option<Range<usize>>) {
-    if rows.len() < 2 {
+/// Splits a run of rows in two halves, or keeps it whole when a half would be shorter than
+/// `min_len`: rayon calls this only when it wants more pieces (a thread is idle, or the first
+/// few splits).
+fn halve(rows: Range<usize>, min_len: usize) -> (Range<usize>, Option<Range<usize>>) {
+    if rows.len() < 2 * min_len.max(1) {
         return (rows, None);
     }
     let middle = rows.start + rows.len() / 2;

@@ -1,6 +1,7 @@
 //! [`QueryState`]: a query's cached knowledge of the world, and its entry points.
 
 use std::any::type_name;
+use std::sync::atomic::AtomicU64;
 
 use super::access::Access;
 use super::error::{AccessConflict, QueryError};
@@ -62,6 +63,9 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     last_run: LastRun,
     access: Access,
     pub(crate) par_batch_size: BatchSize,
+    /// What a row cost the previous automatic `par_for_each`, in picoseconds; 0 before the
+    /// first (see `query/par.rs`).
+    pub(crate) par_row_cost: AtomicU64,
     /// The matched archetypes' column pointers for whole passes (see `query/plan.rs`).
     pub(crate) plan: RunPlan<D::Prepared, F::Prepared>,
 }
@@ -130,6 +134,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             last_run: LastRun::NEVER,
             access,
             par_batch_size: BatchSize::Automatic,
+            par_row_cost: AtomicU64::new(0),
             plan: RunPlan::default(),
         };
         state.update_archetypes(world);
