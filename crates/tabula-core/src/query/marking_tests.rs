@@ -340,6 +340,36 @@ fn a_panicking_par_for_each_still_marks_what_it_wrote() {
 }
 
 #[test]
+fn a_par_for_each_run_that_panics_in_a_later_chunk_marks_its_earlier_chunks() {
+    // Runs of 3000 rows go through their rows in chunks; the panic comes in the third chunk
+    // of the first run, so its first two chunks (all written, marks deferred) must still be
+    // marked, as must the rows of the panicking chunk before the panic and whatever the
+    // other run wrote.
+    let mut world = World::new();
+    let entities: Vec<Entity> = world.spawn_batch((0..4000).map(|i| (Pos(i),))).collect();
+    let mut changed = changed_pos(&mut world);
+    let mut q = world.query::<&mut Pos>();
+    q.set_batch_size(BatchSize::Fixed(3000));
+    let written = std::sync::Mutex::new(Vec::new());
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        q.par_for_each(&mut world, |mut pos| {
+            let index = pos.0;
+            pos.0 += 10_000;
+            written.lock().unwrap().push(entities[index as usize]);
+            assert_ne!(index, 2500, "written, then panicked");
+        })
+    }));
+    assert!(result.is_err());
+    let written = sorted(written.into_inner().unwrap());
+    assert!(
+        written.len() >= 2501,
+        "the first run got to row 2500: {}",
+        written.len()
+    );
+    assert_eq!(sorted(changed.iter(&world).collect()), written);
+}
+
+#[test]
 fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
     let (mut world, _) = two_archetypes();
     let mut changed = changed_pos(&mut world);
