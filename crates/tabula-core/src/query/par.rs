@@ -143,9 +143,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     // `steer`, inline cost 380 against thresholds of 325 cold and 525 hot)
                     // stayed a call per row and never vectorised: 153 M instructions for 50
                     // passes against `for_each`'s 56 M (callgrind; 55 M chunked), and 2
-                    // threads no faster than 1 (190 µs; 114 µs chunked). The closure is called
-                    // through a forwarding closure: `&mut &f` would go through
-                    // `<&Func as FnMut>`, which is only as good.
+                    // threads no faster than 1 (190 µs; 114 µs chunked).
                     let mut first = rows.start;
                     while first < rows.end {
                         let chunk = first..(first + RUN_CHUNK).min(rows.end);
