@@ -4,8 +4,8 @@
 //! `run` (and the first after more systems are added) initialises new systems against the
 //! world, instantiates run conditions, resolves sets, inserts sync points and builds the
 //! graph ([`crate::graph`]). Every run then: clamps old change ticks, executes the graph,
-//! applies the command buffers still pending (in the order the systems ran), and
-//! advances the world's events.
+//! applies the command buffers still pending (in the graph's order: as added, along explicit
+//! ordering), and advances the world's events.
 
 use std::collections::HashMap;
 use std::fmt::Write;
