@@ -37,7 +37,8 @@ mod state;
 pub use access::{Access, ComponentSet};
 pub use error::{AccessConflict, QueryError};
 pub use fetch::{
-    Has, PreparedColumn, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery, WriteFetch,
+    Has, PreparedColumn, PreparedEntities, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery,
+    WriteFetch,
 };
 pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, TickFetch, With, Without};
 pub use iter::QueryIter;
