@@ -33,10 +33,11 @@ use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system};
 use crate::graph::Built;
 use crate::skipped::SkippedCommand;
-use crate::sync::{Arc, backoff};
+use crate::sync::{Arc, Backoff};
 
-/// Busy-wait steps (see [`backoff`]: spins, then yields) the caller takes before it parks
-/// while helpers finish.
+/// Busy-wait steps (see [`Backoff::snooze`]: spins, growing, then yields) the caller takes
+/// before it parks while helpers finish. More than `Backoff::is_completed` would allow: a
+/// yield is much cheaper than parking and being woken.
 const WAIT_STEPS_BEFORE_PARK: u32 = 256;
 
 /// Which side of a run a thread is on.
@@ -285,11 +286,13 @@ impl<'a> Shared<'a> {
             self.hand_off(root, Role::Caller);
         }
         self.run_chains(self.plan.own_roots(), stack, Role::Caller);
+        let backoff = Backoff::new();
         let mut step = 0;
         loop {
             if let Some(node) = self.state.take() {
                 self.run_chain(node, stack, Role::Caller);
                 self.state.finish_chain();
+                backoff.reset();
                 step = 0;
             } else if self.state.is_settled() {
                 return;
@@ -298,7 +301,8 @@ impl<'a> Shared<'a> {
                 // panic guard) while handed-off chains still run.
                 #[cfg(all(test, not(loom)))]
                 tests::caller_fault();
-                backoff(&mut step);
+                backoff.snooze();
+                step += 1;
             } else {
                 // Woken by a helper that queues work or finishes the last chain; a stale
                 // wake-up just goes round the loop again.

@@ -24,7 +24,7 @@
 //! queued nodes are taken and dropped), and the run ends when the nodes already running have
 //! finished.
 
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering, backoff};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The dependency structure of a built schedule, fixed between rebuilds.
 #[derive(Clone, Debug, Default)]
@@ -306,13 +306,13 @@ impl Gate {
     pub fn close(&self, epoch: u64) {
         let open = epoch << INSIDE_BITS;
         let next = (epoch + 1) << INSIDE_BITS;
-        let mut step = 0;
+        let backoff = Backoff::new();
         while self
             .state
             .compare_exchange(open, next, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            backoff(&mut step);
+            backoff.snooze();
         }
     }
 }
@@ -593,7 +593,7 @@ mod loom_tests {
             for root in own {
                 run.chain(root);
             }
-            let mut step = 0;
+            let backoff = Backoff::new();
             loop {
                 if let Some(node) = run.state.take() {
                     run.chain(node);
@@ -601,7 +601,7 @@ mod loom_tests {
                 } else if run.state.is_settled() {
                     break;
                 } else {
-                    backoff(&mut step);
+                    backoff.snooze();
                 }
             }
             run.state.gate().close(epoch);
