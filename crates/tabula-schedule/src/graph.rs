@@ -77,8 +77,6 @@ pub enum EdgeKind {
 pub struct Built {
     /// The deterministic topological order (node indices).
     pub order: Vec<usize>,
-    /// Each node's position in `order`.
-    pub position: Vec<usize>,
     /// Reduced edges `(from, to, kind)`.
     pub edges: Vec<(usize, usize, EdgeKind)>,
     /// Dependency counts and dependents, from the reduced edges.
@@ -163,7 +161,6 @@ pub fn build(
     }
     Ok(Built {
         order,
-        position,
         edges,
         deps,
         level,

@@ -69,7 +69,6 @@ pub struct RunState {
     outstanding: AtomicUsize,
     queue: ReadyQueue,
     gate: Arc<Gate>,
-    roots: Box<[usize]>,
 }
 
 impl RunState {
@@ -86,7 +85,6 @@ impl RunState {
             outstanding: AtomicUsize::new(0),
             queue: ReadyQueue::new(n),
             gate: Arc::new(Gate::new()),
-            roots: deps.roots().collect(),
         }
     }
 
@@ -99,12 +97,6 @@ impl RunState {
         self.aborted.store(false, Ordering::Relaxed);
         self.outstanding.store(0, Ordering::Relaxed);
         self.queue.reset();
-    }
-
-    /// The nodes with no dependencies, in index order.
-    #[inline]
-    pub fn roots(&self) -> &[usize] {
-        &self.roots
     }
 
     /// The gate helpers pass to take part in a run.
@@ -568,10 +560,8 @@ mod loom_tests {
             let epoch = run.state.gate().epoch();
             // The caller places the roots: some handed off, the others run by itself.
             let own: Vec<usize> = run
-                .state
+                .deps
                 .roots()
-                .iter()
-                .copied()
                 .filter(|root| !hand_off_roots.contains(root))
                 .collect();
             for &root in hand_off_roots {
