@@ -217,6 +217,9 @@ unsafe impl WorldQuery for Entity {
 }
 
 /// One archetype's entity list, prepared: a pointer into its table.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct PreparedEntities(*const Entity);
 
@@ -251,6 +254,9 @@ unsafe impl ReadOnlyQueryData for Entity {}
 // &T and Ref<T>
 
 /// One column of one archetype, prepared: its arrays, and the column itself for its floor.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct PreparedColumn {
     values: *mut u8,
@@ -295,6 +301,9 @@ impl PreparedColumn {
 }
 
 /// The fetch of a component read: the column's values, its ticks and its changed floor.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 pub struct ReadFetch<'w, T> {
     values: *const T,
     ticks: *const ComponentTicks,
@@ -305,6 +314,9 @@ pub struct ReadFetch<'w, T> {
 
 /// The fetch of a component write: as [`ReadFetch`], plus the column itself (to move its
 /// floor) and the scratch tick that deferred items mark.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 pub struct WriteFetch<'w, T> {
     values: *mut T,
     ticks: *mut ComponentTicks,
