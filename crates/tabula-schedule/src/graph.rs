@@ -15,6 +15,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 
+use fixedbitset::FixedBitSet;
+
 use crate::access::SystemAccess;
 use crate::executor::protocol::Dependencies;
 
@@ -75,8 +77,6 @@ pub enum EdgeKind {
 pub struct Built {
     /// The deterministic topological order (node indices).
     pub order: Vec<usize>,
-    /// Each node's position in `order`.
-    pub position: Vec<usize>,
     /// Reduced edges `(from, to, kind)`.
     pub edges: Vec<(usize, usize, EdgeKind)>,
     /// Dependency counts and dependents, from the reduced edges.
@@ -87,27 +87,6 @@ pub struct Built {
     pub apply_order: Vec<usize>,
     /// Longest-path depth of each node: nodes of one depth have no path between them.
     pub level: Vec<usize>,
-}
-
-/// A fixed-size bitset over node indices.
-#[derive(Clone)]
-struct Bits(Vec<u64>);
-
-impl Bits {
-    fn new(n: usize) -> Self {
-        Self(vec![0; n.div_ceil(64)])
-    }
-    fn set(&mut self, i: usize) {
-        self.0[i / 64] |= 1 << (i % 64);
-    }
-    fn get(&self, i: usize) -> bool {
-        self.0[i / 64] & (1 << (i % 64)) != 0
-    }
-    fn union(&mut self, other: &Bits) {
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a |= b;
-        }
-    }
 }
 
 /// Builds the graph of `n` nodes, given in the order they were added.
@@ -148,18 +127,18 @@ pub fn build(
     }
 
     // Transitive reduction, in reverse topological order.
-    let mut reach: Vec<Bits> = vec![Bits::new(n); n];
+    let mut reach: Vec<FixedBitSet> = vec![FixedBitSet::with_capacity(n); n];
     let mut edges = Vec::new();
     for &node in order.iter().rev() {
         let mut out = std::mem::take(&mut kinds[node]);
         out.sort_unstable_by_key(|&(to, _)| position[to]);
-        let mut reached = Bits::new(n);
+        let mut reached = FixedBitSet::with_capacity(n);
         for (to, kind) in out {
-            if reached.get(to) {
+            if reached.contains(to) {
                 continue;
             }
-            reached.set(to);
-            reached.union(&reach[to]);
+            reached.insert(to);
+            reached.union_with(&reach[to]);
             edges.push((node, to, kind));
         }
         reach[node] = reached;
@@ -182,7 +161,6 @@ pub fn build(
     }
     Ok(Built {
         order,
-        position,
         edges,
         deps,
         level,

@@ -10,7 +10,7 @@
 //!    parameters against the world (a system whose own parameters would alias panics here,
 //!    naming both), resolve sets, add explicit edges, order every conflicting pair as added,
 //!    insert sync points on the edges that leave command-recording systems, and reduce the
-//!    graph ([`graph`]).
+//!    graph (`graph.rs`).
 //! 2. **Execute**: the parallel executor keeps an atomic counter of unfinished dependencies
 //!    per node; whoever finishes a node releases its dependents, running cheap ones inline
 //!    and handing the rest to rayon, except the one heading the longest chain of work, which
@@ -45,8 +45,8 @@
 
 mod access;
 mod config;
-pub mod executor;
-pub mod graph;
+mod executor;
+mod graph;
 mod hooks;
 mod param;
 mod schedule;

@@ -738,16 +738,21 @@ impl Schedule {
         let result = match self.executor {
             ExecutorKind::Parallel => {
                 built.plan.refresh(&self.slots, &built.nodes, &built.graph);
-                parallel::run(
-                    &mut self.slots,
-                    &built.nodes,
-                    &built.graph,
-                    &built.plan,
-                    &mut built.state,
-                    world,
-                    ctx,
-                    &mut self.command_errors,
-                )
+                // A panic on the executor's own path (outside the systems' panic guards)
+                // aborts the run like a system's.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    parallel::run(
+                        &mut self.slots,
+                        &built.nodes,
+                        &built.graph,
+                        &built.plan,
+                        &mut built.state,
+                        world,
+                        ctx,
+                        &mut self.command_errors,
+                    )
+                }))
+                .and_then(|result| result)
             }
             ExecutorKind::SingleThreaded => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 single::run(

@@ -10,17 +10,29 @@ pub(crate) use std::sync::Arc;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// One step of a busy wait; `step` counts the steps taken so far. Spins briefly, then yields
-/// the processor (loom must be told on every step, to explore the other threads).
-#[inline]
-pub(crate) fn backoff(step: &mut u32) {
-    #[cfg(loom)]
-    loom::thread::yield_now();
-    #[cfg(not(loom))]
-    if *step < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
+/// The steps of a busy wait: `crossbeam-utils`' exponential backoff (spins, then yields the
+/// processor); under loom every step yields, so that loom explores the other threads.
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::Backoff;
+
+/// The steps of a busy wait; under loom every step yields, so that loom explores the other
+/// threads.
+#[cfg(loom)]
+#[derive(Default)]
+pub(crate) struct Backoff;
+
+#[cfg(loom)]
+impl Backoff {
+    /// A fresh wait.
+    pub(crate) fn new() -> Self {
+        Self
     }
-    *step = step.saturating_add(1);
+
+    /// Starts the wait over.
+    pub(crate) fn reset(&self) {}
+
+    /// One step of the wait.
+    pub(crate) fn snooze(&self) {
+        loom::thread::yield_now();
+    }
 }

@@ -17,7 +17,6 @@
 //! # Ok::<(), EntityError>(())
 //! ```
 
-pub use tabula_core as core;
 pub use tabula_core::*;
 pub use tabula_schedule as schedule;
 

@@ -2,64 +2,51 @@
 
 use std::fmt;
 
+use fixedbitset::FixedBitSet;
+
 use crate::component::ComponentId;
 
 /// A set of component ids, stored as a bitset over the dense id space.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct ComponentSet {
-    words: Vec<u64>,
+    bits: FixedBitSet,
 }
 
 impl ComponentSet {
     /// Adds `id`; returns true when it was not there before.
     pub fn insert(&mut self, id: ComponentId) -> bool {
-        let (word, bit) = (id.index() / 64, id.index() % 64);
-        if self.words.len() <= word {
-            self.words.resize(word + 1, 0);
-        }
-        let fresh = self.words[word] & (1 << bit) == 0;
-        self.words[word] |= 1 << bit;
-        fresh
+        self.bits.grow(id.index() + 1);
+        !self.bits.put(id.index())
     }
 
     /// True when `id` is in the set.
     pub fn contains(&self, id: ComponentId) -> bool {
-        let (word, bit) = (id.index() / 64, id.index() % 64);
-        self.words.get(word).is_some_and(|w| w & (1 << bit) != 0)
+        self.bits.contains(id.index())
     }
 
     /// Adds every id of `other`.
     pub fn union_with(&mut self, other: &ComponentSet) {
-        if self.words.len() < other.words.len() {
-            self.words.resize(other.words.len(), 0);
-        }
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a |= b;
-        }
+        self.bits.union_with(&other.bits);
     }
 
     /// True when the two sets share an id.
     pub fn intersects(&self, other: &ComponentSet) -> bool {
-        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+        !self.bits.is_disjoint(&other.bits)
     }
 
     /// The ids both sets hold, in ascending order.
     pub fn intersection<'a>(&'a self, other: &'a ComponentSet) -> impl Iterator<Item = ComponentId> + 'a {
-        self.ids().filter(|&id| other.contains(id))
+        self.bits.intersection(&other.bits).map(ComponentId::from_index)
     }
 
     /// The ids in ascending order.
     pub fn ids(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &bits)| {
-            (0..64)
-                .filter(move |b| bits & (1 << b) != 0)
-                .map(move |b| ComponentId::from_index(w * 64 + b))
-        })
+        self.bits.ones().map(ComponentId::from_index)
     }
 
     /// True when the set holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
+        self.bits.is_clear()
     }
 }
 

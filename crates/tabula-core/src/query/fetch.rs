@@ -49,9 +49,9 @@ pub struct RunTicks {
 /// `archetype.entities().as_ptr()` does), never into the [`Archetype`] itself: the world
 /// borrows its archetype list mutably to cache edges without changing the shape (a failing
 /// `remove` does), which under Stacked Borrows invalidates any pointer to an `Archetype`.
-/// A [`QueryState`](super::QueryState) keeps its prepared forms and is `Send` and `Sync`
-/// whatever `Prepared` is, so `Prepared` must be safe to send to and share with other
-/// threads, as the fetch's pointers are.
+/// A [`QueryState`](super::QueryState) keeps its prepared forms, so `Prepared` is bound to
+/// be `Send` and `Sync`: a type of raw pointers declares that it may be sent and shared
+/// because its pointers are dereferenced only under the query's access, from any thread.
 pub unsafe trait WorldQuery {
     /// Resolved component ids; built once per query.
     type State: Send + Sync + 'static;
@@ -61,7 +61,7 @@ pub unsafe trait WorldQuery {
     type Fetch<'w>;
     /// The part of a fetch that depends on the archetype's table alone (column pointers),
     /// valid while the world's tables keep their shape.
-    type Prepared: Copy;
+    type Prepared: Copy + Send + Sync;
 
     /// Registers the term's component types.
     fn init_state(world: &mut World) -> Self::State;
@@ -193,7 +193,7 @@ unsafe impl WorldQuery for Entity {
     type State = ();
     type Cache = ();
     type Fetch<'w> = *const Entity;
-    type Prepared = *const Entity;
+    type Prepared = PreparedEntities;
 
     fn init_state(_: &mut World) {}
 
@@ -206,15 +206,28 @@ unsafe impl WorldQuery for Entity {
     }
 
     #[inline]
-    unsafe fn prepare(_: (), archetype: &Archetype) -> *const Entity {
-        archetype.entities().as_ptr()
+    unsafe fn prepare(_: (), archetype: &Archetype) -> PreparedEntities {
+        PreparedEntities(archetype.entities().as_ptr())
     }
 
     #[inline]
-    unsafe fn fetch_prepared<'w>(entities: *const Entity, _: RunTicks) -> Self::Fetch<'w> {
-        entities
+    unsafe fn fetch_prepared<'w>(entities: PreparedEntities, _: RunTicks) -> Self::Fetch<'w> {
+        entities.0
     }
 }
+
+/// One archetype's entity list, prepared: a pointer into its table.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct PreparedEntities(*const Entity);
+
+// SAFETY: the pointer is only read through, by query runs that hold the world (entity lists
+// change only through `&mut` access to the table, which moves the shape on).
+unsafe impl Send for PreparedEntities {}
+// SAFETY: as above; a shared `PreparedEntities` only copies the pointer.
+unsafe impl Sync for PreparedEntities {}
 
 // SAFETY: hands out copies of entity ids only.
 unsafe impl QueryData for Entity {
@@ -241,12 +254,22 @@ unsafe impl ReadOnlyQueryData for Entity {}
 // &T and Ref<T>
 
 /// One column of one archetype, prepared: its arrays, and the column itself for its floor.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct PreparedColumn {
     values: *mut u8,
     pub(super) ticks: *mut ComponentTicks,
     column: *const Column,
 }
+
+// SAFETY: the pointers are dereferenced only by query runs holding the access the query
+// declares (the schedule or the borrow checker keeps runs with conflicting access apart),
+// from whatever thread runs them; components are `Send + Sync`.
+unsafe impl Send for PreparedColumn {}
+// SAFETY: as above; a shared `PreparedColumn` only copies the pointers.
+unsafe impl Sync for PreparedColumn {}
 
 impl PreparedColumn {
     /// Column `index` of `archetype`'s table.
@@ -278,6 +301,9 @@ impl PreparedColumn {
 }
 
 /// The fetch of a component read: the column's values, its ticks and its changed floor.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 pub struct ReadFetch<'w, T> {
     values: *const T,
     ticks: *const ComponentTicks,
@@ -288,6 +314,9 @@ pub struct ReadFetch<'w, T> {
 
 /// The fetch of a component write: as [`ReadFetch`], plus the column itself (to move its
 /// floor) and the scratch tick that deferred items mark.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 pub struct WriteFetch<'w, T> {
     values: *mut T,
     ticks: *mut ComponentTicks,

@@ -97,6 +97,9 @@ archetypal_filter!(Without, |has: bool| !has, add_without);
 
 /// The fetch of a tick filter: one tick column and the run's ticks; `all` when the column's
 /// changed floor already passes every row.
+// Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
+// because it names their associated types.
+#[doc(hidden)]
 pub struct TickFetch {
     ticks: *const ComponentTicks,
     run: RunTicks,

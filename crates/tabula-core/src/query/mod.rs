@@ -36,10 +36,13 @@ mod state;
 
 pub use access::{Access, ComponentSet};
 pub use error::{AccessConflict, QueryError};
-pub use fetch::{
-    Has, PreparedColumn, QueryData, ReadFetch, ReadOnlyQueryData, RunTicks, WorldQuery, WriteFetch,
-};
-pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, TickFetch, With, Without};
+pub use fetch::{Has, QueryData, ReadOnlyQueryData, RunTicks, WorldQuery};
+// The built-in terms' fetch internals: public only because their `WorldQuery` impls name them.
+#[doc(hidden)]
+pub use fetch::{PreparedColumn, PreparedEntities, ReadFetch, WriteFetch};
+#[doc(hidden)]
+pub use filter::TickFetch;
+pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, With, Without};
 pub use iter::QueryIter;
 pub use par::BatchSize;
 pub use state::QueryState;

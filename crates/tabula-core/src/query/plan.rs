@@ -30,7 +30,8 @@ pub(crate) struct Planned<DP, FP> {
     pub(crate) len: usize,
 }
 
-/// The prepared archetypes of a query at one shape of its world.
+/// The prepared archetypes of a query at one shape of its world. `Send` and `Sync` when the
+/// prepared forms are, as [`WorldQuery::Prepared`](super::WorldQuery::Prepared) requires.
 pub(crate) struct RunPlan<DP, FP> {
     /// The shape the entries were read at; `None` before the first plan.
     shape: Option<u64>,
@@ -38,13 +39,6 @@ pub(crate) struct RunPlan<DP, FP> {
     seen: Option<u64>,
     entries: Vec<Planned<DP, FP>>,
 }
-
-// SAFETY: the entries are pointers into the tables of the state's world. They are only
-// dereferenced by the query's run methods, which hold the world access the query's own
-// `Access` requires, from whatever thread: the same rules a fetch's pointers follow.
-unsafe impl<DP, FP> Send for RunPlan<DP, FP> {}
-// SAFETY: as above; shared access to the plan only reads the pointers.
-unsafe impl<DP, FP> Sync for RunPlan<DP, FP> {}
 
 impl<DP, FP> Default for RunPlan<DP, FP> {
     fn default() -> Self {

@@ -10,6 +10,8 @@
 //! * Otherwise each entity takes the one-entity path ([`World::insert`], [`World::remove`]),
 //!   which finds the bundle and edge in its caches.
 
+use fixedbitset::FixedBitSet;
+
 use crate::archetype::{ArchetypeId, InsertEdge, pair_mut};
 use crate::bundle::Bundle;
 use crate::entity::{Entity, EntityLocation};
@@ -17,25 +19,6 @@ use crate::error::EntityError;
 use crate::hierarchy::{hierarchy_refused, in_hierarchy};
 
 use super::{World, tick_now};
-
-/// A set of small indices (entity indices or rows), one bit each.
-struct IndexSet(Vec<u64>);
-
-impl IndexSet {
-    fn new(len: usize) -> Self {
-        Self(vec![0; len.div_ceil(64)])
-    }
-
-    /// Adds `index`; false when it was already there. `index` is below the length given to
-    /// [`new`](Self::new).
-    #[inline]
-    fn insert(&mut self, index: usize) -> bool {
-        let (word, bit) = (&mut self.0[index / 64], 1u64 << (index % 64));
-        let new = *word & bit == 0;
-        *word |= bit;
-        new
-    }
-}
 
 /// Where the entities of a checked batch are: their rows, and their archetype if they share
 /// one.
@@ -70,11 +53,11 @@ impl BatchRows {
         if len != self.rows.len() {
             return None;
         }
-        let mut seen = IndexSet::new(len);
+        let mut seen = FixedBitSet::with_capacity(len);
         // `len` live rows and as many distinct entries below `len` cover every row.
         self.rows
             .iter()
-            .all(|&row| seen.insert(row as usize))
+            .all(|&row| !seen.put(row as usize))
             .then_some(archetype)
     }
 }
@@ -261,14 +244,14 @@ impl World {
             }
         }
         let first_field = self.bundles.infos[bundle].fields.first().copied();
-        let mut seen = IndexSet::new(self.entities.slots());
+        let mut seen = FixedBitSet::with_capacity(self.entities.slots());
         let mut rows = BatchRows::new(entities.len());
         // The edge of the previous entity's archetype: batches tend to come from one.
         let mut last: Option<(ArchetypeId, usize)> = None;
         for (i, &entity) in entities.iter().enumerate() {
             let location = self.location(entity)?;
             if let Some(field) = first_field
-                && !seen.insert(entity.index() as usize)
+                && seen.put(entity.index() as usize)
             {
                 // Listed twice: the second removal would find the component gone.
                 let component = self.components.info(field).name();

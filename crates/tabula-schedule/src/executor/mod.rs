@@ -9,7 +9,7 @@
 
 pub(crate) mod parallel;
 pub(crate) mod plan;
-pub mod protocol;
+pub(crate) mod protocol;
 pub(crate) mod single;
 
 use std::time::Instant;

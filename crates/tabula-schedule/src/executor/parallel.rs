@@ -33,10 +33,11 @@ use super::protocol::{Dependencies, RunState};
 use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system};
 use crate::graph::Built;
 use crate::skipped::SkippedCommand;
-use crate::sync::{Arc, backoff};
+use crate::sync::{Arc, Backoff};
 
-/// Busy-wait steps (see [`backoff`]: spins, then yields) the caller takes before it parks
-/// while helpers finish.
+/// Busy-wait steps (see [`Backoff::snooze`]: spins, growing, then yields) the caller takes
+/// before it parks while helpers finish. More than `Backoff::is_completed` would allow: a
+/// yield is much cheaper than parking and being woken.
 const WAIT_STEPS_BEFORE_PARK: u32 = 256;
 
 /// Which side of a run a thread is on.
@@ -250,8 +251,9 @@ impl<'a> Shared<'a> {
             if !gate.enter(epoch) {
                 return; // The run ended before this task started.
             }
-            // SAFETY: the gate admitted this task to run `epoch`, whose `Shared` is alive: the
-            // caller closes the gate (waiting for this task to leave) before dropping it.
+            // SAFETY: the gate admitted this task to run `epoch`, whose `Shared` is alive: it is
+            // borrowed by a `CloseGate`, whose `Drop` (on every path, unwinding included)
+            // closes the gate, waiting for this task to leave, before the `Shared` is dropped.
             let shared = unsafe { &*run.get().cast::<Shared<'_>>() };
             shared.help();
             gate.leave();
@@ -284,16 +286,23 @@ impl<'a> Shared<'a> {
             self.hand_off(root, Role::Caller);
         }
         self.run_chains(self.plan.own_roots(), stack, Role::Caller);
+        let backoff = Backoff::new();
         let mut step = 0;
         loop {
             if let Some(node) = self.state.take() {
                 self.run_chain(node, stack, Role::Caller);
                 self.state.finish_chain();
+                backoff.reset();
                 step = 0;
             } else if self.state.is_settled() {
                 return;
             } else if step < WAIT_STEPS_BEFORE_PARK {
-                backoff(&mut step);
+                // A test's stand-in for a panic on the caller's own path (outside any node's
+                // panic guard) while handed-off chains still run.
+                #[cfg(all(test, not(loom)))]
+                tests::caller_fault();
+                backoff.snooze();
+                step += 1;
             } else {
                 // Woken by a helper that queues work or finishes the last chain; a stale
                 // wake-up just goes round the loop again.
@@ -334,16 +343,39 @@ pub(crate) fn run(
         panic: Mutex::new(None),
         errors: Mutex::new(Vec::new()),
     };
+    // Declared after `shared`, so dropped before it on every path, unwinding included.
+    let close = CloseGate(&shared);
     let mut stack = CALLER_STACK.take();
     shared.run_caller(&mut stack);
-    // Every chain has finished; wait for helpers still inside to leave before `shared` goes.
-    state.gate().close(epoch);
     stack.clear();
     CALLER_STACK.set(stack);
+    // Every chain has finished; wait for helpers still inside to leave before `shared` goes.
+    drop(close);
     errors.append(&mut shared.errors.into_inner());
     match shared.panic.into_inner() {
         Some(payload) => Err(payload),
         None => Ok(()),
+    }
+}
+
+/// Closes a run's gate when dropped: at the run's end, or while the caller unwinds from a
+/// panic. It first stops the run from starting more nodes if it has not settled, then closes
+/// the gate, which waits for the helpers inside to leave and shuts out those not yet
+/// started. It borrows the run's [`Shared`], so the borrow checker keeps the `Shared` (and
+/// the slots, world and run state it borrows) alive until the gate is closed. A shared
+/// borrow, not ownership: `Drop::drop` takes `&mut self`, and a `&mut Shared` would assert
+/// exclusive access while helpers inside still use it.
+struct CloseGate<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for CloseGate<'_, '_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        if !shared.state.is_settled() {
+            // Only on a caller that unwinds: helpers still running chains stop at their next
+            // node, so the close below does not wait for the rest of the schedule.
+            shared.state.abort();
+        }
+        shared.state.gate().close(shared.epoch);
     }
 }
 
@@ -352,8 +384,11 @@ mod tests {
     //! The helper path under stress: systems heavy enough to be handed off, with conflicting
     //! and disjoint access, run many times; the result must equal the single-threaded one.
 
+    use std::cell::Cell;
     use std::hint::black_box;
     use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
 
     use tabula_core::World;
 
@@ -483,5 +518,84 @@ mod tests {
                 result.unwrap();
             }
         }
+    }
+
+    thread_local! {
+        /// Set on a calling thread to make its executor panic outside any node's panic
+        /// guard, the first time it waits for handed-off chains while one runs a system.
+        static CALLER_FAULT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Systems of the caller-fault test running right now, on any thread.
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+    /// Panics (once) when the calling thread asked for it with `CALLER_FAULT` and a helper
+    /// is running a system.
+    pub(super) fn caller_fault() {
+        if CALLER_FAULT.get() && RUNNING.load(Ordering::SeqCst) > 0 {
+            CALLER_FAULT.set(false);
+            // Unwinds without the panic hook, whose backtrace could take longer than the
+            // helpers' work and hide a caller that does not wait for them.
+            std::panic::resume_unwind(Box::new("caller fault"));
+        }
+    }
+
+    #[test]
+    fn a_panic_on_the_callers_path_waits_for_helpers_before_the_run_is_freed() {
+        /// Set while a run is meant to fault: helpers then take long enough that the
+        /// caller's unwinding (panic hook, backtrace) cannot outlast them by chance.
+        static FAULT_RUN: AtomicBool = AtomicBool::new(false);
+        fn slow_sleep() {
+            let ms = if FAULT_RUN.load(Ordering::SeqCst) { 200 } else { 1 };
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        fn slow<const K: u64>(mut q: Query<&mut D>) {
+            RUNNING.fetch_add(1, Ordering::SeqCst);
+            slow_sleep();
+            q.for_each(|mut d| d.0 = d.0.wrapping_add(K));
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+        }
+        fn slow_a(mut q: Query<&mut A>) {
+            RUNNING.fetch_add(1, Ordering::SeqCst);
+            slow_sleep();
+            q.for_each(|mut a| a.0 += 1);
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+        }
+        fn tiny_b(mut q: Query<&mut B>) {
+            q.for_each(|mut b| b.0 += 1);
+        }
+        fn later(mut q: Query<(&mut C, &D)>) {
+            q.for_each(|(mut c, d)| c.0 = c.0.wrapping_add(d.0));
+        }
+
+        // Enough threads for helpers whatever the machine's core count.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        pool.install(|| {
+            let mut world = world();
+            let mut schedule = Schedule::new();
+            schedule.add_systems((slow::<1>, slow_a, tiny_b));
+            schedule.add_systems(later.after(slow::<1>));
+            let mut faulted = false;
+            for _ in 0..20 {
+                CALLER_FAULT.set(true);
+                FAULT_RUN.store(true, Ordering::SeqCst);
+                let result = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world)));
+                FAULT_RUN.store(false, Ordering::SeqCst);
+                CALLER_FAULT.set(false);
+                if let Err(payload) = result {
+                    assert_eq!(payload.downcast_ref::<&str>(), Some(&"caller fault"));
+                    // The run's state is gone only once every helper that reached it left.
+                    assert_eq!(RUNNING.load(Ordering::SeqCst), 0, "a helper outlived the run");
+                    faulted = true;
+                    break;
+                }
+            }
+            assert!(faulted, "the caller never waited for a helper");
+            // The schedule and the world stay usable.
+            for _ in 0..3 {
+                schedule.run(&mut world);
+            }
+            assert_eq!(RUNNING.load(Ordering::SeqCst), 0);
+        });
     }
 }

@@ -24,7 +24,7 @@
 //! queued nodes are taken and dropped), and the run ends when the nodes already running have
 //! finished.
 
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering, backoff};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The dependency structure of a built schedule, fixed between rebuilds.
 #[derive(Clone, Debug, Default)]
@@ -69,7 +69,6 @@ pub struct RunState {
     outstanding: AtomicUsize,
     queue: ReadyQueue,
     gate: Arc<Gate>,
-    roots: Box<[usize]>,
 }
 
 impl RunState {
@@ -86,7 +85,6 @@ impl RunState {
             outstanding: AtomicUsize::new(0),
             queue: ReadyQueue::new(n),
             gate: Arc::new(Gate::new()),
-            roots: deps.roots().collect(),
         }
     }
 
@@ -99,12 +97,6 @@ impl RunState {
         self.aborted.store(false, Ordering::Relaxed);
         self.outstanding.store(0, Ordering::Relaxed);
         self.queue.reset();
-    }
-
-    /// The nodes with no dependencies, in index order.
-    #[inline]
-    pub fn roots(&self) -> &[usize] {
-        &self.roots
     }
 
     /// The gate helpers pass to take part in a run.
@@ -306,13 +298,13 @@ impl Gate {
     pub fn close(&self, epoch: u64) {
         let open = epoch << INSIDE_BITS;
         let next = (epoch + 1) << INSIDE_BITS;
-        let mut step = 0;
+        let backoff = Backoff::new();
         while self
             .state
             .compare_exchange(open, next, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            backoff(&mut step);
+            backoff.snooze();
         }
     }
 }
@@ -568,10 +560,8 @@ mod loom_tests {
             let epoch = run.state.gate().epoch();
             // The caller places the roots: some handed off, the others run by itself.
             let own: Vec<usize> = run
-                .state
+                .deps
                 .roots()
-                .iter()
-                .copied()
                 .filter(|root| !hand_off_roots.contains(root))
                 .collect();
             for &root in hand_off_roots {
@@ -593,7 +583,7 @@ mod loom_tests {
             for root in own {
                 run.chain(root);
             }
-            let mut step = 0;
+            let backoff = Backoff::new();
             loop {
                 if let Some(node) = run.state.take() {
                     run.chain(node);
@@ -601,7 +591,7 @@ mod loom_tests {
                 } else if run.state.is_settled() {
                     break;
                 } else {
-                    backoff(&mut step);
+                    backoff.snooze();
                 }
             }
             run.state.gate().close(epoch);
