@@ -18,8 +18,7 @@
 //! all alive at once, with tabula's and raw's data allocated in alternating order, and runs
 //! the rounds on the copies in turn: where the allocator and the kernel put a group's memory
 //! moves a memory-bound pass by up to 10%, so one copy per process would make the ratio a
-//! lottery. `git log -p docs/benchmarks.md` (its session 7 entries) tells how each of these
-//! showed.
+//! lottery. The history of docs/benchmarks.md (`git log -p`) tells how each of these showed.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
