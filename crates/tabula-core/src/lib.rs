@@ -44,9 +44,12 @@
 //!
 //! ## Where the `unsafe` is
 //!
-//! Raw component memory is touched only in `storage` (columns and tables) and through the
-//! sealed [`Bundle`] implementations that write typed values into those columns. See
-//! `docs/safety.md` for the invariants they rely on.
+//! Raw component memory is allocated, moved and freed only in `storage` (columns and
+//! tables). Typed values are read and written through column pointers by the sealed
+//! [`Bundle`] implementations, `World::get` / `get_mut`, views, and query fetches and
+//! filters, always for a column found for that type and a live row (or one just appended
+//! and still empty). `docs/safety.md` lists every file with `unsafe` code and the
+//! invariants each relies on.
 
 mod archetype;
 mod bundle;

@@ -1,4 +1,5 @@
-//! Type-erased, column-major storage: the only place that touches raw component memory.
+//! Type-erased, column-major storage: the only place that allocates, moves and frees raw
+//! component memory.
 //!
 //! A [`Table`] holds the rows of one archetype: an `entities` vector plus one [`Column`] per
 //! component type. Row `r` of every column belongs to `entities[r]`. The table owns the length
