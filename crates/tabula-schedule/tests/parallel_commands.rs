@@ -316,3 +316,100 @@ fn parallel_commands_apply_in_row_order_with_any_thread_count() {
         assert!(run(threads) == one, "{threads} threads differ from one");
     }
 }
+
+#[test]
+fn dependencies_name_the_conflict_the_constraint_and_the_sync_point() {
+    fn spawner(mut commands: Commands, q: Query<&C<0>>) {
+        for c in q.iter() {
+            commands.spawn((C::<1>(c.0),));
+        }
+    }
+    fn writer(mut q: Query<&mut C<0>>) {
+        q.for_each(|mut c| c.0 += 1);
+    }
+    fn reader(q: Query<&C<1>>) {
+        let _ = q.iter().count();
+    }
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    // spawner reads C<0>, writer writes it: a data conflict orders spawner first, and a sync
+    // point applies spawner's commands before writer runs. reader is ordered explicitly.
+    schedule.add_systems((spawner, writer, reader.after(writer)));
+    let edges = schedule.dependencies(&mut world).unwrap();
+    let short = |name: &str| name.rsplit("::").next().unwrap().to_string();
+    let described: Vec<(String, String, String)> = edges
+        .iter()
+        .map(|d| (short(&d.before), short(&d.after), d.reason.clone()))
+        .collect();
+    let sync = schedule
+        .order(&mut world)
+        .unwrap()
+        .into_iter()
+        .find(|name| name.starts_with("sync"))
+        .expect("a sync point after spawner");
+    assert!(
+        described
+            .iter()
+            .any(|(b, a, why)| b == "spawner" && *a == sync && why.contains("commands of `spawner`")),
+        "{described:?}"
+    );
+    assert!(
+        described
+            .iter()
+            .any(|(b, a, why)| *b == sync && a == "writer" && why.contains("spawner")),
+        "{described:?}"
+    );
+    assert!(
+        described
+            .iter()
+            .any(|(b, a, why)| b == "writer" && a == "reader" && why.contains("before")),
+        "{described:?}"
+    );
+    // The sync point is also named in the DOT graph, with the reasons as labels.
+    let dot = schedule.graph_dot(&mut world).unwrap();
+    assert!(
+        dot.contains("shape=diamond") && dot.contains("are applied here"),
+        "{dot}"
+    );
+}
+
+#[test]
+fn lanes_follow_the_schedule_to_a_new_world_and_through_clear() {
+    let run = |world: &mut World, schedule: &mut Schedule| {
+        for _ in 0..3 {
+            schedule.run(world);
+        }
+        snapshot(world)
+    };
+    let mut schedule = Schedule::new();
+    schedule.add_systems((churn::<0, 1>, churn::<1, 2>, cull::<1>));
+    let fresh = || {
+        let mut world = World::new();
+        world
+            .spawn_batch((0..300u32).map(|i| (C::<0>(i), C::<1>(i * 7 % 300))))
+            .for_each(drop);
+        world
+    };
+    let mut first = fresh();
+    let a = run(&mut first, &mut schedule);
+    // The same schedule on another world registers lanes there and gives the same result.
+    let mut second = fresh();
+    let b = run(&mut second, &mut schedule);
+    assert!(a == b, "a schedule moved to a new world gives the same world");
+    // Cleared and refilled, the world keeps its lanes; ids come from the freed slots.
+    second.clear();
+    second
+        .spawn_batch((0..300u32).map(|i| (C::<0>(i), C::<1>(i * 7 % 300))))
+        .for_each(drop);
+    let c = run(&mut second, &mut schedule);
+    assert_eq!(
+        c.len(),
+        a.len(),
+        "the same number of entities after the same frames"
+    );
+    let mut seen = std::collections::HashSet::new();
+    assert!(
+        c.iter().all(|row| seen.insert(row.0)),
+        "ids are distinct after a clear"
+    );
+}
