@@ -40,7 +40,9 @@ pub enum QueryError {
 impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NoSuchEntity(e) => write!(f, "entity {e:?} does not exist"),
+            Self::NoSuchEntity(e) => {
+                write!(f, "entity {e:?} does not exist (despawned or never spawned)")
+            }
             Self::NoMatch { entity, query } => {
                 let query = short_type_name(query);
                 write!(f, "query `{query}` does not match entity {entity:?}")
@@ -48,7 +50,8 @@ impl fmt::Display for QueryError {
             Self::AliasedMutability(e) => {
                 write!(
                     f,
-                    "entity {e:?} was requested twice; mutable items must be distinct"
+                    "entity {e:?} was requested twice from `get_many_mut`; mutable items must be \
+                     distinct, so list each entity once"
                 )
             }
             Self::NoEntities { query } => {
@@ -79,11 +82,12 @@ pub struct AccessConflict {
 
 impl fmt::Display for AccessConflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let component = short_type_name(self.component);
         write!(
             f,
-            "query `{}` accesses component `{}` mutably together with another access to it; \
-             fetch it once (as `&mut {}` if it must be written)",
-            self.query, self.component, self.component
+            "query `{}` accesses component `{component}` mutably together with another access \
+             to it; fetch it once (as `&mut {component}` if it must be written)",
+            short_type_name(self.query)
         )
     }
 }

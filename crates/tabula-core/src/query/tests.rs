@@ -149,6 +149,12 @@ fn aliasing_queries_are_rejected_with_the_component_name() {
     let err = crate::QueryState::<(&mut Pos, &Pos)>::try_new(&mut world).unwrap_err();
     assert!(err.component.ends_with("Pos"), "{err}");
     assert!(err.to_string().contains("Pos"));
+    assert_eq!(
+        err.to_string(),
+        "query `((&mut Pos, &Pos), ())` accesses component `Pos` mutably together with another \
+         access to it; fetch it once (as `&mut Pos` if it must be written)",
+        "the message names types without their paths"
+    );
     assert!(crate::QueryState::<(&mut Pos, &mut Pos)>::try_new(&mut world).is_err());
     assert!(crate::QueryState::<(&Pos, Option<&mut Pos>)>::try_new(&mut world).is_err());
     assert!(crate::QueryState::<(&Pos, &Pos, Has<Pos>)>::try_new(&mut world).is_ok());

@@ -5,7 +5,7 @@ use std::any::type_name;
 
 use tabula_core::{
     Access, CommandError, CommandQueue, Commands, EntityLane, EventCursor, Events, ParallelCommandQueue,
-    ScopedCommands, UnsafeWorldCell, World,
+    ScopedCommands, UnsafeWorldCell, World, short_type_name,
 };
 
 use super::{RunTicks, SystemMeta, SystemParam};
@@ -259,8 +259,10 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
 #[cold]
 fn missing_events<E>(meta: &SystemMeta) -> ! {
     panic!(
-        "{} uses events `{}`, but their `Events` resource was removed from the world",
+        "{} uses events `{}`, but their `Events` resource was removed from the world; keep it \
+         while systems use it, or put it back with `World::add_event::<{}>()`",
         meta.describe(),
-        type_name::<E>()
+        type_name::<E>(),
+        short_type_name(type_name::<E>())
     )
 }

@@ -97,7 +97,8 @@ unsafe impl<T: Component> SystemParam for RemovedComponents<'_, '_, T> {
             // for another world gets here.
             panic!(
                 "{} reads `RemovedComponents<{}>`, but this world does not log its removals: \
-                 the system was initialised with another world",
+                 the system was initialised with another world. Call `initialize` with the world \
+                 it runs on (a Schedule does so whenever it runs on a new world)",
                 meta.describe(),
                 std::any::type_name::<T>()
             )
