@@ -117,12 +117,7 @@ impl<'w, 's> Commands<'w, 's> {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
         let entity = self.ids.reserve();
         self.queue.push(Fallible(move |world: &mut World| {
-            world.spawn_at(entity, bundle).map_err(|error| {
-                if !matches!(error, EntityError::AlreadySpawned(_)) {
-                    release_reservation(world, entity);
-                }
-                entity_error("spawn", entity, error)
-            })
+            spawn_reserved(world, entity, bundle)
         }));
         EntityCommands::new(entity, self.queue, self.ids)
     }
@@ -430,10 +425,18 @@ pub(super) fn despawn_command(entity: Entity) -> impl Command {
 pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
     Fallible(move |world: &mut World| {
         let entity = world.reserve_entity();
-        world.spawn_at(entity, bundle).map_err(|error| {
+        spawn_reserved(world, entity, bundle)
+    })
+}
+
+/// Gives the reserved `entity` its components; a refused spawn despawns the reservation
+/// rather than leave an entity with no components behind.
+fn spawn_reserved<B: Bundle>(world: &mut World, entity: Entity, bundle: B) -> Result<(), CommandError> {
+    world.spawn_at(entity, bundle).map_err(|error| {
+        if !matches!(error, EntityError::AlreadySpawned(_)) {
             release_reservation(world, entity);
-            entity_error("spawn", entity, error)
-        })
+        }
+        entity_error("spawn", entity, error)
     })
 }
 
