@@ -195,17 +195,16 @@ impl Entities {
 
     /// The id at position `position` of the current sequence (see the module docs).
     fn entity_at(&self, position: u64) -> Entity {
-        let free = self.pending.len() as u64;
-        if position < free {
-            let index = self.pending[(free - 1 - position) as usize];
-            Entity::new(index, self.meta[index as usize].generation)
-        } else {
-            let index = u32::try_from(self.meta.len() as u64 + (position - free))
-                .ok()
-                .filter(|&i| i < u32::MAX)
-                .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
-            Entity::new(index, NonZeroU32::MIN)
-        }
+        let index = u32::try_from(slot_at(&self.pending, self.meta.len() as u64, position))
+            .ok()
+            .filter(|&i| i < u32::MAX)
+            .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+        // A fresh slot (past the table) starts at generation 1.
+        let generation = self
+            .meta
+            .get(index as usize)
+            .map_or(NonZeroU32::MIN, |meta| meta.generation);
+        Entity::new(index, generation)
     }
 
     /// True when reservations were made since the last flush.
@@ -249,13 +248,11 @@ impl Entities {
             "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
         );
         self.meta.resize(old_slots + fresh, EntityMeta::FRESH);
+        // Slots are named as `entity_at` named them, before the table grew.
+        let slot =
+            |pending: &[u32], position: usize| slot_at(pending, old_slots as u64, position as u64) as u32;
         for (position, _) in claimed.iter().enumerate().filter(|&(_, &is)| is) {
-            // The same slot `entity_at` named before the table grew.
-            let index = if position < free {
-                self.pending[free - 1 - position]
-            } else {
-                (old_slots + position - free) as u32
-            };
+            let index = slot(&self.pending, position);
             let meta = &mut self.meta[index as usize];
             let entity = Entity::new(index, meta.generation);
             meta.place(index, place(entity));
@@ -264,18 +261,13 @@ impl Entities {
         // The free list keeps its unclaimed slots in their order; fresh slots no lane
         // claimed (holes) become free slots beneath them, the lowest index reused first.
         let from_free = claimed.len().min(free);
-        let top: Vec<u32> = (0..from_free)
-            .rev()
-            .filter(|&position| !claimed[position])
-            .map(|position| self.pending[free - 1 - position])
+        let unclaimed = |positions: std::ops::Range<usize>| positions.rev().filter(|&p| !claimed[p]);
+        let top: Vec<u32> = unclaimed(0..from_free).map(|p| slot(&self.pending, p)).collect();
+        let holes: Vec<u32> = unclaimed(free..claimed.len())
+            .map(|p| slot(&self.pending, p))
             .collect();
         self.pending.truncate(free - from_free);
-        self.pending.extend(
-            (free..claimed.len())
-                .rev()
-                .filter(|&position| !claimed[position])
-                .map(|position| (old_slots + position - free) as u32),
-        );
+        self.pending.extend(holes);
         self.pending.extend(top);
         for counter in &mut self.reserved {
             counter.store(0, Ordering::Relaxed);
@@ -434,6 +426,18 @@ impl Entities {
     /// True when no entity is live.
     pub fn is_empty(&self) -> bool {
         self.live == 0
+    }
+}
+
+/// The slot at `position` of the sequence that the free list `pending` and a table of
+/// `slots` slots define (see the module docs): the free list from its top, then fresh
+/// indices past the table.
+fn slot_at(pending: &[u32], slots: u64, position: u64) -> u64 {
+    let free = pending.len() as u64;
+    if position < free {
+        u64::from(pending[(free - 1 - position) as usize])
+    } else {
+        slots + (position - free)
     }
 }
 
