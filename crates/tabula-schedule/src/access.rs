@@ -113,16 +113,12 @@ impl SystemAccess {
         other: &SystemAccess,
         name: impl Fn(tabula_core::ComponentId) -> String,
     ) -> Option<String> {
-        if self.exclusive || other.exclusive {
-            return Some("exclusive access (`&mut World` or a sync point)".to_string());
+        if let Some(blunt) = self.blunt_conflict(other) {
+            return Some(blunt.to_string());
         }
-        if (self.reads_all && other.writes_anything()) || (other.reads_all && self.writes_anything()) {
-            return Some("`&World` reads everything the other writes".to_string());
-        }
-        let ours = || self.params.iter().chain(&self.ordering);
-        let theirs = || other.params.iter().chain(&other.ordering);
-        let mut ids: Vec<tabula_core::ComponentId> = ours()
-            .flat_map(|(_, a)| theirs().flat_map(move |(_, b)| a.conflicts(b)))
+        let mut ids: Vec<tabula_core::ComponentId> = self
+            .data()
+            .flat_map(|a| other.data().flat_map(move |b| a.conflicts(b)))
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -134,14 +130,26 @@ impl SystemAccess {
 
     /// True when the two systems may not run at the same time.
     pub fn conflicts_with(&self, other: &SystemAccess) -> bool {
+        self.blunt_conflict(other).is_some()
+            || self
+                .data()
+                .any(|a| other.data().any(|b| !a.conflicts(b).is_empty()))
+    }
+
+    /// The conflict that needs no comparison of parameters, if there is one: an exclusive
+    /// side, or a `&World` reader beside a writer.
+    fn blunt_conflict(&self, other: &SystemAccess) -> Option<&'static str> {
         if self.exclusive || other.exclusive {
-            return true;
+            Some("exclusive access (`&mut World` or a sync point)")
+        } else if (self.reads_all && other.writes_anything()) || (other.reads_all && self.writes_anything()) {
+            Some("`&World` reads everything the other writes")
+        } else {
+            None
         }
-        if (self.reads_all && other.writes_anything()) || (other.reads_all && self.writes_anything()) {
-            return true;
-        }
-        let ours = || self.params.iter().chain(&self.ordering);
-        let theirs = || other.params.iter().chain(&other.ordering);
-        ours().any(|(_, a)| theirs().any(|(_, b)| !a.conflicts(b).is_empty()))
+    }
+
+    /// Every component access, parameters' and ordering ones alike.
+    fn data(&self) -> impl Iterator<Item = &Access> {
+        self.params.iter().chain(&self.ordering).map(|(_, access)| access)
     }
 }

@@ -895,10 +895,9 @@ impl Schedule {
 
     /// [`dependencies`](Self::dependencies) of `built`, in the order of its edges.
     fn explain(&self, world: &World, built: &BuiltSchedule) -> Vec<Dependency> {
-        let exclusive = crate::access::SystemAccess::exclusive();
         let access = |node: usize| match built.nodes[node] {
-            Node::System(index) => &self.slots[index].access,
-            Node::Sync => &exclusive,
+            Node::System(index) => Some(&self.slots[index].access),
+            Node::Sync => None,
         };
         let component = |id| short_type_name(world.components().info(id).name());
         built
@@ -908,13 +907,10 @@ impl Schedule {
             .map(|&(from, to, kind)| {
                 let reason = match kind {
                     EdgeKind::Explicit => built.reasons.get(&(from, to)).cloned(),
-                    EdgeKind::Conflict => access(from).conflict_reason(access(to), component).map(|why| {
-                        if matches!(built.nodes[from], Node::Sync) || matches!(built.nodes[to], Node::Sync) {
-                            "a sync point is exclusive: ordered as added".to_string()
-                        } else {
-                            why
-                        }
-                    }),
+                    EdgeKind::Conflict => match (access(from), access(to)) {
+                        (Some(before), Some(after)) => before.conflict_reason(after, component),
+                        _ => Some("a sync point is exclusive: ordered as added".to_string()),
+                    },
                 };
                 Dependency {
                     before: built.names[from].clone(),
