@@ -6,6 +6,7 @@
 //! mapping computed, and that [edge](Edges) is cached so every later move is a lookup.
 
 mod edges;
+mod list;
 
 use std::any::TypeId;
 use std::hash::{Hash, Hasher};
@@ -19,6 +20,7 @@ use crate::storage::TYPED_SLOTS;
 use crate::storage::Table;
 
 pub(crate) use edges::{BundleId, Edges, InsertEdge, RecentMove, RemoveEdge};
+pub(crate) use list::ArchetypeList;
 
 /// Names one archetype of a [`World`](crate::World); dense, starting at
 /// [`ArchetypeId::EMPTY`].
@@ -263,46 +265,6 @@ fn place(slots: &mut [TypeSlot; SLOTS], mut entry: TypeSlot) -> Result<(), TypeS
     Err(entry)
 }
 
-/// The archetypes of a world, in id order, with the stamp that tells cached table pointers
-/// whether they still hold.
-///
-/// The list is private, so every `&mut` into an archetype's table goes through
-/// [`all_mut`](Self::all_mut), which moves the [`shape`](Self::shape) on. A
-/// [run plan](crate::query::QueryState) keeps raw column pointers and row counts taken at one
-/// shape, and trusts them only while the shape reads the same.
-pub(crate) struct ArchetypeList {
-    list: Vec<Archetype>,
-    shape: u64,
-}
-
-impl ArchetypeList {
-    /// Every archetype, in id order.
-    #[inline]
-    pub(crate) fn all(&self) -> &[Archetype] {
-        &self.list
-    }
-
-    /// Every archetype, mutably. Moves the shape on: whatever the caller does to the tables,
-    /// pointers and lengths read before no longer count.
-    #[inline]
-    pub(crate) fn all_mut(&mut self) -> &mut [Archetype] {
-        self.shape += 1;
-        &mut self.list
-    }
-
-    /// The shape stamp. Two equal readings mean that in between no table changed its length,
-    /// block or columns and no archetype was created. It only increases (a `u64` bumped
-    /// once per structural change does not wrap).
-    #[inline]
-    pub(crate) fn shape(&self) -> u64 {
-        self.shape
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.list.len()
-    }
-}
-
 /// All archetypes of a world, the index from component set to archetype, and the edge cache.
 pub(crate) struct Archetypes {
     pub(crate) archetypes: ArchetypeList,
@@ -318,10 +280,7 @@ pub(crate) struct Archetypes {
 impl Archetypes {
     pub(crate) fn new(registry: &Components) -> Self {
         let mut archetypes = Self {
-            archetypes: ArchetypeList {
-                list: Vec::new(),
-                shape: 0,
-            },
+            archetypes: ArchetypeList::default(),
             by_components: HashMap::new(),
             insert_edges: Vec::new(),
             remove_edges: Vec::new(),
@@ -342,15 +301,14 @@ impl Archetypes {
         if let Some(&id) = self.by_components.get(components) {
             return id;
         }
-        let list = &mut self.archetypes;
         // Every real id is below the two sentinels.
-        let id = u32::try_from(list.len())
+        let id = u32::try_from(self.archetypes.len())
             .ok()
             .filter(|&id| id < ArchetypeId::ABSENT.0)
             .expect("too many archetypes");
         let id = ArchetypeId(id);
-        list.shape += 1;
-        list.list.push(Archetype::new(id, components.into(), registry));
+        self.archetypes
+            .push(Archetype::new(id, components.into(), registry));
         self.by_components.insert(components.into(), id);
         id
     }

@@ -347,7 +347,7 @@ impl World {
     /// [`Events::update`]). A schedule calls this at the end of each run, unless told not to
     /// (with several schedules per frame, only the once-per-frame one should).
     pub fn update_events(&mut self) {
-        self.removals.update();
+        self.update_removal_logs();
         let mut index = 0;
         // Look the registry up afresh for each updater: the updater needs `&mut World`.
         while let Some(update) = self

@@ -325,10 +325,10 @@ impl World {
     /// lookup and two scans of its archetype's (short) component-type list.
     #[inline]
     pub(crate) fn detach_hierarchy(&mut self, entity: Entity) {
-        let Some(location) = self.entities.get(entity) else {
+        let Some(location) = self.entities().get(entity) else {
             return;
         };
-        let archetype = &self.archetypes.archetypes.all()[location.archetype.index()];
+        let archetype = self.archetype_at(location);
         if archetype.has::<Parent>() || archetype.has::<Children>() {
             self.detach_hierarchy_slow(entity);
         }

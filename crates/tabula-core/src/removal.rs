@@ -68,12 +68,12 @@ pub(crate) struct RemovalLogs(Vec<Option<Events<Entity>>>);
 
 impl RemovalLogs {
     /// The log of `component`, if it is tracked.
-    fn get(&self, component: ComponentId) -> Option<&Events<Entity>> {
+    pub(crate) fn get(&self, component: ComponentId) -> Option<&Events<Entity>> {
         self.0.get(component.index())?.as_ref()
     }
 
     /// Starts `component`'s log, unless it has one.
-    fn start(&mut self, component: ComponentId) {
+    pub(crate) fn start(&mut self, component: ComponentId) {
         if self.0.len() <= component.index() {
             self.0.resize_with(component.index() + 1, || None);
         }
@@ -140,13 +140,8 @@ impl World {
     /// # Ok::<(), tabula_core::EntityError>(())
     /// ```
     pub fn track_removals<T: Component>(&mut self) -> ComponentId {
-        let id = self.components.register::<T>();
-        if !self.components.info(id).logs_removals() {
-            self.components.set_logs_removals(id);
-            self.archetypes
-                .log_removals_of(&self.components, &self.bundles, id);
-            self.removals.start(id);
-        }
+        let id = self.register_component::<T>();
+        self.log_removals_of(id);
         id
     }
 
@@ -163,6 +158,6 @@ impl World {
     /// [`EventCursor<Entity>`](crate::EventCursor); `None` unless
     /// [`track_removals`](Self::track_removals) was called for `T`.
     pub fn removal_log<T: Component>(&self) -> Option<&Events<Entity>> {
-        self.removals.get(self.components.id::<T>()?)
+        self.removal_logs().get(self.components().id::<T>()?)
     }
 }

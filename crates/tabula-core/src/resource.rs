@@ -134,8 +134,8 @@ impl World {
     /// ```
     pub fn insert_resource<R: Component>(&mut self, value: R) -> Option<R> {
         let now = self.change_tick();
-        let id = self.components.register::<R>();
-        let slots = &mut self.resources.slots;
+        let id = self.register_component::<R>();
+        let slots = &mut self.resources_mut().slots;
         if slots.len() <= id.index() {
             slots.resize_with(id.index() + 1, || None);
         }
@@ -182,8 +182,8 @@ impl World {
 
     /// The slot entry of resource type `R` (`None` when the type has no slot yet).
     fn resource_entry<R: Component>(&mut self) -> Option<&mut Option<Slot>> {
-        let id = self.components.id::<R>()?;
-        self.resources.slots.get_mut(id.index())
+        let id = self.components().id::<R>()?;
+        self.resources_mut().slots.get_mut(id.index())
     }
 
     /// Removes resource `R`, with its `added` tick.
@@ -198,15 +198,15 @@ impl World {
 
     /// True when a resource of type `R` is present.
     pub fn contains_resource<R: Component>(&self) -> bool {
-        self.components
+        self.components()
             .id::<R>()
-            .is_some_and(|id| self.resources.slot(id).is_some())
+            .is_some_and(|id| self.resources().slot(id).is_some())
     }
 
     /// The resource of type `R`.
     pub fn resource<R: Component>(&self) -> Result<&R, ResourceError> {
-        let id = self.components.id::<R>().ok_or_else(missing::<R>)?;
-        let ptr = self.resources.ptr::<R>(id).ok_or_else(missing::<R>)?;
+        let id = self.components().id::<R>().ok_or_else(missing::<R>)?;
+        let ptr = self.resources().ptr::<R>(id).ok_or_else(missing::<R>)?;
         // SAFETY: the slot holds an `R`; `&self` rules out any writer.
         Ok(unsafe { &*ptr })
     }
@@ -290,7 +290,7 @@ impl World {
 
     /// The id under which resource type `R` is tracked in accesses (registering it).
     pub fn register_resource<R: Component>(&mut self) -> ComponentId {
-        self.components.register::<R>()
+        self.register_component::<R>()
     }
 }
 
@@ -313,7 +313,7 @@ impl<'w> UnsafeWorldCell<'w> {
     pub unsafe fn get_resource<R: Component>(self) -> Option<&'w R> {
         // SAFETY: only the registry and the slot list (structure) are read here.
         let world = unsafe { self.world() };
-        let ptr = world.resources.ptr::<R>(world.components.id::<R>()?)?;
+        let ptr = world.resources().ptr::<R>(world.components().id::<R>()?)?;
         // SAFETY: the slot holds an `R`; the caller guarantees no writer.
         Some(unsafe { &*ptr })
     }
@@ -330,7 +330,7 @@ impl<'w> UnsafeWorldCell<'w> {
         );
         // SAFETY: only the registry and the slot list (structure) are read here.
         let world = unsafe { self.world() };
-        let ptr = world.resources.ptr::<R>(world.components.id::<R>()?)?;
+        let ptr = world.resources().ptr::<R>(world.components().id::<R>()?)?;
         // SAFETY: the slot holds an `R` inside an `UnsafeCell`; the caller guarantees this is
         // the only access.
         Some(unsafe { &mut *ptr })
@@ -343,7 +343,7 @@ impl<'w> UnsafeWorldCell<'w> {
     pub unsafe fn get_resource_ref<R: Component>(self, run: RunTicks) -> Option<Ref<'w, R>> {
         // SAFETY: only the registry and the slot list (structure) are read here.
         let world = unsafe { self.world() };
-        let slot = world.resources.slot(world.components.id::<R>()?)?;
+        let slot = world.resources().slot(world.components().id::<R>()?)?;
         // SAFETY: the slot holds an `R`, and its `changed` tick is written only by a holder of
         // `&mut R`; the caller guarantees there is none for `'w`.
         unsafe {
@@ -368,7 +368,7 @@ impl<'w> UnsafeWorldCell<'w> {
         );
         // SAFETY: only the registry and the slot list (structure) are read here.
         let world = unsafe { self.world() };
-        let slot = world.resources.slot(world.components.id::<R>()?)?;
+        let slot = world.resources().slot(world.components().id::<R>()?)?;
         // SAFETY: the slot holds an `R`; the caller guarantees this is the only access to the
         // resource for `'w`, which covers its `changed` tick (a separate `UnsafeCell`).
         unsafe {

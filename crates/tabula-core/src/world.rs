@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::archetype::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, Bundles};
 use crate::change::{CHECK_TICK_THRESHOLD, LastRun, Mut, Tick};
-use crate::component::{Component, Components};
+use crate::component::{Component, ComponentId, Components};
 use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
 use crate::error::EntityError;
 use crate::query::RunTicks;
@@ -61,13 +61,13 @@ fn tick_now(change_tick: &mut AtomicU64) -> Tick {
 /// # Ok::<(), tabula_core::EntityError>(())
 /// ```
 pub struct World {
-    pub(crate) entities: Entities,
-    pub(crate) components: Components,
-    pub(crate) archetypes: Archetypes,
-    pub(crate) bundles: Bundles,
-    pub(crate) resources: Resources,
+    entities: Entities,
+    components: Components,
+    archetypes: Archetypes,
+    bundles: Bundles,
+    resources: Resources,
     /// Which entities lost a tracked component ([`crate::removal`]).
-    pub(crate) removals: RemovalLogs,
+    removals: RemovalLogs,
     id: WorldId,
     /// The change clock: its low half is the tick writes are stamped with now. 64 bits, so it
     /// never wraps (see [`LastRun`]); atomic so that a read-only query can start a run
@@ -556,6 +556,64 @@ impl World {
     /// The component registry.
     pub fn components(&self) -> &Components {
         &self.components
+    }
+
+    /// `T`'s component id, registering `T` on first use.
+    #[inline]
+    pub(crate) fn register_component<T: Component>(&mut self) -> ComponentId {
+        self.components.register::<T>()
+    }
+
+    /// Every archetype in id order, for query matching and run plans (which read tables
+    /// through it and never change them).
+    #[inline]
+    pub(crate) fn archetype_list(&self) -> &[Archetype] {
+        self.archetypes.archetypes.all()
+    }
+
+    /// The archetype list's shape stamp (see [`ArchetypeList::shape`]): equal readings mean
+    /// no table changed its length, block or columns in between.
+    ///
+    /// [`ArchetypeList::shape`]: crate::archetype::ArchetypeList::shape
+    #[inline]
+    pub(crate) fn archetype_shape(&self) -> u64 {
+        self.archetypes.archetypes.shape()
+    }
+
+    /// The resource storage.
+    #[inline]
+    pub(crate) fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// The resource storage, mutably. Resources share nothing with the entity storage but
+    /// their component ids, so no world invariant depends on what the caller does with it.
+    #[inline]
+    pub(crate) fn resources_mut(&mut self) -> &mut Resources {
+        &mut self.resources
+    }
+
+    /// The removal logs of the tracked component types.
+    #[inline]
+    pub(crate) fn removal_logs(&self) -> &RemovalLogs {
+        &self.removals
+    }
+
+    /// Starts logging removals of component `id`: the registry, every archetype holding it,
+    /// every remove edge whose bundle holds it and the logs change together, so that no
+    /// removal path can miss it. Calling it again is harmless.
+    pub(crate) fn log_removals_of(&mut self, id: ComponentId) {
+        if !self.components.info(id).logs_removals() {
+            self.components.set_logs_removals(id);
+            self.archetypes
+                .log_removals_of(&self.components, &self.bundles, id);
+            self.removals.start(id);
+        }
+    }
+
+    /// Ages the removal logs by one update (see [`update_events`](Self::update_events)).
+    pub(crate) fn update_removal_logs(&mut self) {
+        self.removals.update();
     }
 
     /// The current change tick: what writes are stamped with now.

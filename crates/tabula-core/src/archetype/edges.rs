@@ -175,7 +175,7 @@ impl Archetypes {
     #[inline(always)]
     pub(crate) unsafe fn cached_edge<B: Bundle>(&self, remove: bool, source: ArchetypeId) -> Option<usize> {
         // SAFETY: `source` exists (the caller's contract).
-        let edges = unsafe { &self.archetypes.list.get_unchecked(source.index()).edges };
+        let edges = unsafe { &self.archetypes.all().get_unchecked(source.index()).edges };
         let last = if remove {
             &edges.last_remove
         } else {
@@ -240,7 +240,7 @@ impl Archetypes {
     ) -> usize {
         // SAFETY: `source` exists (the caller's contract); unchecked, this costs nothing
         // beyond the comparison.
-        let edges = unsafe { &self.archetypes.list.get_unchecked(source.index()).edges };
+        let edges = unsafe { &self.archetypes.all().get_unchecked(source.index()).edges };
         let last = match kind {
             EdgeKind::Insert => &edges.last_insert,
             EdgeKind::Remove => &edges.last_remove,
@@ -270,8 +270,8 @@ impl Archetypes {
             EdgeKind::Remove => self.remove_edge(registry, source, bundles, bundle),
         };
         // Edge indices fit in a `u32` (`store` checked).
-        self.archetypes.list[source.index()]
-            .edges
+        self.archetypes
+            .edges_mut(source)
             .last_mut(kind)
             .set(key, edge as u32);
         edge
@@ -288,7 +288,7 @@ impl Archetypes {
         bundles: &Bundles,
         bundle: BundleId,
     ) -> usize {
-        match lookup(&self.archetypes.list[source.index()].edges.insert, bundle) {
+        match lookup(&self.archetypes.all()[source.index()].edges.insert, bundle) {
             Some(edge) => edge,
             None => self.new_insert_edge(registry, source, &bundles.infos[bundle]),
         }
@@ -297,7 +297,7 @@ impl Archetypes {
     /// The slow half of [`insert_edge`](Self::insert_edge): computes the edge and caches it.
     #[cold]
     fn new_insert_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
-        let src = &self.archetypes.list[source.index()];
+        let src = &self.archetypes.all()[source.index()];
         let mut ids: Vec<_> = src.component_ids().to_vec();
         ids.extend_from_slice(&bundle.sorted);
         ids.sort_unstable();
@@ -309,8 +309,8 @@ impl Archetypes {
             .collect();
         let target = self.get_or_create(registry, &ids);
         let (src, dst) = (
-            &self.archetypes.list[source.index()],
-            &self.archetypes.list[target.index()],
+            &self.archetypes.all()[source.index()],
+            &self.archetypes.all()[target.index()],
         );
         let edge = InsertEdge {
             target,
@@ -324,11 +324,7 @@ impl Archetypes {
         };
         let index = self.insert_edges.len();
         self.insert_edges.push(edge);
-        store(
-            &mut self.archetypes.list[source.index()].edges.insert,
-            bundle.id,
-            index,
-        );
+        store(&mut self.archetypes.edges_mut(source).insert, bundle.id, index);
         index
     }
 
@@ -343,7 +339,7 @@ impl Archetypes {
         bundles: &Bundles,
         bundle: BundleId,
     ) -> usize {
-        match lookup(&self.archetypes.list[source.index()].edges.remove, bundle) {
+        match lookup(&self.archetypes.all()[source.index()].edges.remove, bundle) {
             Some(edge) => edge,
             None => self.new_remove_edge(registry, source, &bundles.infos[bundle]),
         }
@@ -352,7 +348,7 @@ impl Archetypes {
     /// The slow half of [`remove_edge`](Self::remove_edge): computes the edge and caches it.
     #[cold]
     fn new_remove_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
-        let src = &self.archetypes.list[source.index()];
+        let src = &self.archetypes.all()[source.index()];
         let missing = bundle
             .fields
             .iter()
@@ -377,8 +373,8 @@ impl Archetypes {
             self.get_or_create(registry, &ids)
         };
         let (src, dst) = (
-            &self.archetypes.list[source.index()],
-            &self.archetypes.list[target.index()],
+            &self.archetypes.all()[source.index()],
+            &self.archetypes.all()[target.index()],
         );
         let mut edge = RemoveEdge {
             target,
@@ -392,11 +388,7 @@ impl Archetypes {
         edge.set_logged(registry, bundle);
         let index = self.remove_edges.len();
         self.remove_edges.push(edge);
-        store(
-            &mut self.archetypes.list[source.index()].edges.remove,
-            bundle.id,
-            index,
-        );
+        store(&mut self.archetypes.edges_mut(source).remove, bundle.id, index);
         index
     }
 

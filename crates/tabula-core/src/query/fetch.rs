@@ -334,7 +334,7 @@ macro_rules! component_state {
         type Prepared = PreparedColumn;
 
         fn init_state(world: &mut World) -> ComponentId {
-            world.components.register::<T>()
+            world.register_component::<T>()
         }
 
         fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
@@ -664,7 +664,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
     type Prepared = bool;
 
     fn init_state(world: &mut World) -> ComponentId {
-        world.components.register::<T>()
+        world.register_component::<T>()
     }
 
     fn update_access(_: &ComponentId, _: &mut Access) -> Result<(), ComponentId> {

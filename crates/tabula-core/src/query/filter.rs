@@ -57,7 +57,7 @@ macro_rules! archetypal_filter {
             type Prepared = ();
 
             fn init_state(world: &mut World) -> ComponentId {
-                world.components.register::<T>()
+                world.register_component::<T>()
             }
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
@@ -117,7 +117,7 @@ macro_rules! tick_filter {
             type Prepared = PreparedColumn;
 
             fn init_state(world: &mut World) -> ComponentId {
-                world.components.register::<T>()
+                world.register_component::<T>()
             }
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {

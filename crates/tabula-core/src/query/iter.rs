@@ -52,7 +52,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
     ) -> Self {
         Self {
             // SAFETY: only the archetype list (structure) is read through this reference.
-            archetypes: unsafe { world.world() }.archetypes.archetypes.all(),
+            archetypes: unsafe { world.world() }.archetype_list(),
             matched: state.matched.iter(),
             ticks,
             current: None,

@@ -89,7 +89,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         Func: Fn(D::Item<'_>) + Send + Sync,
     {
         // SAFETY: only the archetype list (structure) is read through this reference.
-        let archetypes = unsafe { world.world() }.archetypes.archetypes.all();
+        let archetypes = unsafe { world.world() }.archetype_list();
         let total: usize = self
             .matched
             .iter()

@@ -86,7 +86,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     #[inline]
     pub fn update_plan(&mut self, world: &World) {
         self.update_archetypes(world);
-        let shape = world.archetypes.archetypes.shape();
+        let shape = world.archetype_shape();
         if self.plan.shape != Some(shape) && self.plan.worth_making(shape) {
             self.make_plan(world, shape);
         }
@@ -94,7 +94,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     #[inline(never)]
     fn make_plan(&mut self, world: &World, shape: u64) {
-        let archetypes = world.archetypes.archetypes.all();
+        let archetypes = world.archetype_list();
         let mut entries = std::mem::take(&mut self.plan.entries);
         entries.clear();
         // SAFETY: the archetypes were just brought up to date for this world.
@@ -126,7 +126,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
         ticks: RunTicks,
     ) {
-        let archetypes = world.archetypes.archetypes.all();
+        let archetypes = world.archetype_list();
         let plan = &mut self.plan;
         if record.is_some() {
             // Stale until complete: `pass` may unwind.
@@ -173,13 +173,13 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
         mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
     ) {
-        if let Some(entries) = self.plan.at(world.archetypes.archetypes.shape()) {
+        if let Some(entries) = self.plan.at(world.archetype_shape()) {
             // SAFETY: the plan was made at the world's current shape; the caller holds the
             // access.
             unsafe { run_plan::<D, F>(entries, ticks, pass) };
             return;
         }
-        let archetypes = world.archetypes.archetypes.all();
+        let archetypes = world.archetype_list();
         // SAFETY: up to date (the caller's contract).
         for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
             // SAFETY: the caches came from matching this archetype; the caller holds the
@@ -207,7 +207,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
         pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
     ) {
-        let shape = world.archetypes.archetypes.shape();
+        let shape = world.archetype_shape();
         if let Some(entries) = self.plan.at(shape) {
             // SAFETY: as in `for_each_archetype`.
             unsafe { run_plan::<D, F>(entries, ticks, pass) };

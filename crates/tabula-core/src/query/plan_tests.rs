@@ -15,7 +15,7 @@ struct Vel(u32);
 struct Tag;
 
 fn shape(world: &World) -> u64 {
-    world.archetypes.archetypes.shape()
+    world.archetype_shape()
 }
 
 /// One `for_each` pass that adds 1 to every `Pos`, returning what it saw.

@@ -158,14 +158,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             type_name::<(D, F)>()
         );
         // Inline, so that a lookup (`get`) pays one comparison when nothing is new.
-        if self.archetypes_seen != world.archetypes.archetypes.all().len() {
+        if self.archetypes_seen != world.archetype_list().len() {
             self.match_new_archetypes(world);
         }
     }
 
     #[inline(never)]
     fn match_new_archetypes(&mut self, world: &World) {
-        let archetypes = world.archetypes.archetypes.all();
+        let archetypes = world.archetype_list();
         for archetype in &archetypes[self.archetypes_seen..] {
             self.matched_index.push(NOT_MATCHED);
             let Some(data) = D::match_archetype(&self.data_state, archetype) else {
@@ -518,7 +518,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
     ) -> Result<(EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>), QueryError> {
         let location = world
-            .entities
+            .entities()
             .get(entity)
             .ok_or(QueryError::NoSuchEntity(entity))?;
         let no_match = || QueryError::NoMatch {

@@ -1,0 +1,62 @@
+//! The list of a world's archetypes and its shape stamp.
+//!
+//! A module of its own so that the stamp's rule is the module boundary's: outside this file
+//! nothing reaches the list but through its methods, and every method that hands out a table
+//! mutably (or adds one) moves the stamp on.
+
+use super::{Archetype, ArchetypeId, Edges};
+
+/// The archetypes of a world, in id order, with the stamp that tells cached table pointers
+/// whether they still hold.
+///
+/// The list is private, so every `&mut` into an archetype's table goes through
+/// [`all_mut`](Self::all_mut), which moves the [`shape`](Self::shape) on. A
+/// [run plan](crate::query::QueryState) keeps raw column pointers and row counts taken at one
+/// shape, and trusts them only while the shape reads the same.
+#[derive(Default)]
+pub(crate) struct ArchetypeList {
+    list: Vec<Archetype>,
+    shape: u64,
+}
+
+impl ArchetypeList {
+    /// Every archetype, in id order.
+    #[inline]
+    pub(crate) fn all(&self) -> &[Archetype] {
+        &self.list
+    }
+
+    /// Every archetype, mutably. Moves the shape on: whatever the caller does to the tables,
+    /// pointers and lengths read before no longer count.
+    #[inline]
+    pub(crate) fn all_mut(&mut self) -> &mut [Archetype] {
+        self.shape += 1;
+        &mut self.list
+    }
+
+    /// The shape stamp. Two equal readings mean that in between no table changed its length,
+    /// block or columns and no archetype was created. It only increases (a `u64` bumped
+    /// once per structural change does not wrap).
+    #[inline]
+    pub(crate) fn shape(&self) -> u64 {
+        self.shape
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Adds `archetype`, whose id is the list's length. Moves the shape on.
+    pub(crate) fn push(&mut self, archetype: Archetype) {
+        debug_assert_eq!(archetype.id().index(), self.list.len());
+        self.shape += 1;
+        self.list.push(archetype);
+    }
+
+    /// The cached edges of archetype `id`, mutably. Leaves the shape alone: edges are not
+    /// table state, and no run plan reads them.
+    #[inline]
+    pub(crate) fn edges_mut(&mut self, id: ArchetypeId) -> &mut Edges {
+        &mut self.list[id.index()].edges
+    }
+}
