@@ -16,31 +16,12 @@ use hashbrown::HashMap;
 use crate::bundle::LastBundle;
 use crate::component::{ComponentId, Components, TypeIdHasher};
 use crate::entity::Entity;
+use crate::location::ArchetypeId;
 use crate::storage::TYPED_SLOTS;
 use crate::storage::Table;
 
-pub(crate) use edges::{BundleId, Edges, InsertEdge, RecentMove, RemoveEdge};
+pub(crate) use edges::{Edges, InsertEdge, RecentMove, RemoveEdge};
 pub(crate) use list::ArchetypeList;
-
-/// Names one archetype of a [`World`](crate::World); dense, starting at
-/// [`ArchetypeId::EMPTY`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ArchetypeId(u32);
-
-impl ArchetypeId {
-    /// The archetype of entities with no components; it always exists.
-    pub const EMPTY: Self = Self(0);
-    /// Marks "no archetype" in the location of a free slot.
-    pub(crate) const NONE: Self = Self(u32::MAX);
-    /// Names no archetype and differs from [`NONE`](Self::NONE): where a lookup compares an
-    /// id with a slot's location, this one matches no slot, not even a free one.
-    pub(crate) const ABSENT: Self = Self(u32::MAX - 1);
-
-    /// The id as an index.
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 /// The entities that share one exact set of component types, and their table.
 pub struct Archetype {

@@ -7,10 +7,12 @@
 
 use std::any::{Any, TypeId, type_name};
 
-use crate::archetype::BundleId;
 use crate::change::{ComponentTicks, Tick};
 use crate::component::{Component, ComponentId, Components, TypeIdMap};
 use crate::storage::Table;
+
+/// A dense index naming one bundle type inside one world.
+pub(crate) type BundleId = usize;
 
 /// A tuple of components that can be spawned, inserted or removed as a unit.
 ///

@@ -22,13 +22,21 @@
 //! day) still sees the changes of the last [`MAX_CHANGE_AGE`] ticks, and none it saw
 //! before. (Changes older than that read as not new, as every tick that old does.)
 
-use crate::query::RunTicks;
-
 /// How far the clock may advance between two clamps of old ticks.
 pub const CHECK_TICK_THRESHOLD: u32 = 518_400_000;
 
 /// The greatest age a tick is reported to have; older ticks are clamped to it.
 pub const MAX_CHANGE_AGE: u32 = u32::MAX - (2 * CHECK_TICK_THRESHOLD - 1);
+
+/// The change ticks of one query run: changes newer than `last_run` and up to `this_run`
+/// count as new.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunTicks {
+    /// The tick of the previous run of the same query (or system).
+    pub last_run: Tick,
+    /// The tick of this run; writes during it are stamped with it.
+    pub this_run: Tick,
+}
 
 /// A point on the world's change clock. Compared with wrapping arithmetic, so it never
 /// overflows; see [`Tick::is_newer_than`].

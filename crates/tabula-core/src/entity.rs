@@ -82,23 +82,6 @@ impl fmt::Display for Entity {
     }
 }
 
-/// Where an entity's components live: which archetype, and which row of its table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EntityLocation {
-    /// The archetype holding the entity.
-    pub archetype: crate::ArchetypeId,
-    /// The row of the archetype's table.
-    pub row: u32,
-}
-
-impl EntityLocation {
-    /// The location of a slot that holds no live entity (free, or reserved and not yet flushed).
-    pub(crate) const NOWHERE: Self = Self {
-        archetype: crate::ArchetypeId::NONE,
-        row: u32::MAX,
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

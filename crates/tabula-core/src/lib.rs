@@ -60,6 +60,7 @@ mod entity;
 mod error;
 mod event;
 mod hierarchy;
+mod location;
 pub mod query;
 pub mod removal;
 mod resource;
@@ -68,7 +69,7 @@ mod sync;
 mod type_name;
 mod world;
 
-pub use archetype::{Archetype, ArchetypeId};
+pub use archetype::Archetype;
 pub use bundle::Bundle;
 pub use change::{CHECK_TICK_THRESHOLD, LastRun, MAX_CHANGE_AGE, Mut, Ref, Tick};
 pub use command::{
@@ -76,10 +77,11 @@ pub use command::{
     ScopedCommands,
 };
 pub use component::{Component, ComponentId, ComponentInfo, Components};
-pub use entity::{Entities, Entity, EntityLocation, ReserveEntities};
+pub use entity::{Entities, Entity, ReserveEntities};
 pub use error::EntityError;
 pub use event::{EventCursor, Events};
 pub use hierarchy::{Children, HierarchyError, Parent};
+pub use location::{ArchetypeId, EntityLocation};
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,

@@ -14,9 +14,9 @@
 use std::any::{Any, type_name};
 use std::cell::UnsafeCell;
 
+use crate::change::RunTicks;
 use crate::change::{Mut, Ref, Tick};
 use crate::component::{Component, ComponentId};
-use crate::query::RunTicks;
 use crate::world::{UnsafeWorldCell, World};
 
 type ErasedCell = UnsafeCell<dyn Any + Send + Sync>;

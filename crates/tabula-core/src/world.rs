@@ -21,13 +21,15 @@ mod view;
 use std::any::{TypeId, type_name};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::archetype::{Archetype, ArchetypeId, Archetypes};
+use crate::archetype::{Archetype, Archetypes};
 use crate::bundle::{Bundle, Bundles};
+use crate::change::RunTicks;
 use crate::change::{CHECK_TICK_THRESHOLD, LastRun, Mut, Tick};
 use crate::component::{Component, ComponentId, Components};
-use crate::entity::{Entities, Entity, EntityLocation, ReserveEntities};
+use crate::entity::{Entities, Entity, ReserveEntities};
 use crate::error::EntityError;
-use crate::query::RunTicks;
+use crate::location::ArchetypeId;
+use crate::location::EntityLocation;
 use crate::removal::RemovalLogs;
 use crate::resource::Resources;
 use crate::storage::drop_each;

@@ -5,12 +5,9 @@
 //! change costs one indexed load instead of a set computation and a hash of the result.
 
 use super::{Archetype, ArchetypeId, Archetypes};
-use crate::bundle::{Bundle, BundleInfo, BundleKey, Bundles, LastBundle};
+use crate::bundle::{Bundle, BundleId, BundleInfo, BundleKey, Bundles, LastBundle};
 use crate::component::{ComponentId, Components};
 use crate::storage::NO_COLUMN;
-
-/// A dense index naming one bundle type inside one world.
-pub(crate) type BundleId = usize;
 
 const NO_EDGE: u32 = u32::MAX;
 

@@ -1,11 +1,11 @@
 //! [`Commands`]: the recording side of a [`CommandQueue`], with the world's entity allocator
 //! at hand so that spawns can return their entity at once.
 
-use crate::archetype::ArchetypeId;
 use crate::bundle::Bundle;
 use crate::component::Component;
 use crate::entity::{Entities, Entity, SHARED_LANE};
 use crate::error::EntityError;
+use crate::location::ArchetypeId;
 use crate::world::EntityLane;
 use crate::world::World;
 

@@ -29,9 +29,10 @@
 
 use std::num::NonZeroU32;
 
+use super::Entity;
 use super::lanes::LaneLayout;
-use super::{Entity, EntityLocation};
-use crate::archetype::ArchetypeId;
+use crate::location::ArchetypeId;
+use crate::location::EntityLocation;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 /// One slot. `repr(C)`: `index` and `generation` in that order are laid out as an
 /// [`Entity`], so a lookup compares them with the handle as one 64-bit value, and `generation`

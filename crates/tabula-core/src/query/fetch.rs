@@ -20,21 +20,11 @@ use std::ops::Range;
 
 use super::access::Access;
 use crate::archetype::Archetype;
-use crate::change::{ComponentTicks, Mut, Ref, Tick};
+use crate::change::{ComponentTicks, Mut, Ref, RunTicks, Tick};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::storage::Column;
 use crate::world::World;
-
-/// The change ticks of one query run: changes newer than `last_run` and up to `this_run`
-/// count as new.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunTicks {
-    /// The tick of the previous run of the same query (or system).
-    pub last_run: Tick,
-    /// The tick of this run; writes during it are stamped with it.
-    pub this_run: Tick,
-}
 
 /// How one query term finds its archetypes and reads their tables.
 ///

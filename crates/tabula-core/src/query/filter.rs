@@ -7,9 +7,10 @@
 use std::marker::PhantomData;
 
 use super::access::Access;
-use super::fetch::{PreparedColumn, RunTicks, WorldQuery};
+use super::fetch::{PreparedColumn, WorldQuery};
 use crate::archetype::Archetype;
 use crate::change::ComponentTicks;
+use crate::change::RunTicks;
 use crate::component::{Component, ComponentId};
 use crate::world::World;
 

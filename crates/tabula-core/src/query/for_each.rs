@@ -25,9 +25,10 @@
 
 use std::ops::Range;
 
-use super::fetch::{QueryData, RunTicks};
+use super::fetch::QueryData;
 use super::filter::QueryFilter;
 use super::state::QueryState;
+use crate::change::RunTicks;
 use crate::world::{UnsafeWorldCell, World};
 
 impl<D: QueryData, F: QueryFilter> QueryState<D, F> {

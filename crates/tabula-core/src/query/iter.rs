@@ -1,9 +1,10 @@
 //! [`QueryIter`]: walks the matched archetypes, and inside each, its rows.
 
-use super::fetch::{QueryData, RunTicks};
+use super::fetch::QueryData;
 use super::filter::QueryFilter;
 use super::state::{Matched, QueryState};
 use crate::archetype::Archetype;
+use crate::change::RunTicks;
 use crate::world::UnsafeWorldCell;
 
 /// The iterator of a query's items; see [`QueryState::iter`] and [`QueryState::iter_mut`].

@@ -34,9 +34,10 @@ mod par;
 mod plan;
 mod state;
 
+pub use crate::change::RunTicks;
 pub use access::{Access, ComponentSet};
 pub use error::{AccessConflict, QueryError};
-pub use fetch::{Has, QueryData, ReadOnlyQueryData, RunTicks, WorldQuery};
+pub use fetch::{Has, QueryData, ReadOnlyQueryData, WorldQuery};
 // The built-in terms' fetch internals: public only because their `WorldQuery` impls name them.
 #[doc(hidden)]
 pub use fetch::{PreparedColumn, PreparedEntities, ReadFetch, WriteFetch};

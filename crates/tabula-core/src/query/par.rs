@@ -31,11 +31,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::fetch::{QueryData, RunTicks};
+use super::fetch::QueryData;
 use super::filter::QueryFilter;
 use super::for_each::{Marks, run_rows};
 use super::state::QueryState;
 use crate::archetype::Archetype;
+use crate::change::RunTicks;
 use crate::world::{UnsafeWorldCell, World};
 
 /// Queries with at most this many matching rows run serially unless a batch size is set.

@@ -18,9 +18,10 @@
 //! which moves the shape on. Writes that leave the shape alone (values, ticks, floors) go
 //! through the same raw pointers the plan keeps.
 
-use super::fetch::{QueryData, RunTicks};
+use super::fetch::QueryData;
 use super::filter::QueryFilter;
 use super::state::{QueryState, non_empty};
+use crate::change::RunTicks;
 use crate::world::World;
 
 /// One non-empty matched archetype, prepared.

@@ -5,14 +5,17 @@ use std::sync::atomic::AtomicU64;
 
 use super::access::Access;
 use super::error::{AccessConflict, QueryError};
-use super::fetch::{QueryData, ReadOnlyQueryData, RunTicks};
+use super::fetch::{QueryData, ReadOnlyQueryData};
 use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
 use super::plan::RunPlan;
-use crate::archetype::{Archetype, ArchetypeId};
+use crate::archetype::Archetype;
 use crate::change::LastRun;
-use crate::entity::{Entity, EntityLocation};
+use crate::change::RunTicks;
+use crate::entity::Entity;
+use crate::location::ArchetypeId;
+use crate::location::EntityLocation;
 use crate::world::{UnsafeWorldCell, World, WorldId};
 
 /// An archetype the query matched, with what it needs to read it.

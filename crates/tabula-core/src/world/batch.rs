@@ -12,11 +12,13 @@
 
 use fixedbitset::FixedBitSet;
 
-use crate::archetype::{ArchetypeId, InsertEdge, pair_mut};
+use crate::archetype::{InsertEdge, pair_mut};
 use crate::bundle::Bundle;
-use crate::entity::{Entity, EntityLocation};
+use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::hierarchy::{hierarchy_refused, in_hierarchy};
+use crate::location::ArchetypeId;
+use crate::location::EntityLocation;
 
 use super::{World, tick_now};
 

@@ -4,8 +4,9 @@ use crate::archetype::Archetype;
 use crate::bundle::Bundle;
 use crate::change::Mut;
 use crate::component::Component;
-use crate::entity::{Entity, EntityLocation};
+use crate::entity::Entity;
 use crate::error::EntityError;
+use crate::location::EntityLocation;
 
 use super::World;
 

@@ -2,7 +2,8 @@
 
 use crate::bundle::Bundle;
 use crate::bundle::sealed::BundleStorage as _;
-use crate::entity::{Entity, EntityLocation};
+use crate::entity::Entity;
+use crate::location::EntityLocation;
 
 use super::{World, tick_now};
 

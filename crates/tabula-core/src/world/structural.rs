@@ -1,12 +1,14 @@
 //! Inserting and removing components: moving a row along a cached archetype edge.
 
-use crate::archetype::{Archetype, ArchetypeId, pair_mut_unchecked};
+use crate::archetype::{Archetype, pair_mut_unchecked};
 use crate::bundle::Bundle;
 use crate::change::Tick;
 use crate::component::Component;
-use crate::entity::{Entities, Entity, EntityLocation};
+use crate::entity::{Entities, Entity};
 use crate::error::EntityError;
 use crate::hierarchy::{Children, Parent, hierarchy_refused, in_hierarchy};
+use crate::location::ArchetypeId;
+use crate::location::EntityLocation;
 use crate::storage::Table;
 
 use super::World;

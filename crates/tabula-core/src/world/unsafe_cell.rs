@@ -9,8 +9,8 @@
 
 use std::marker::PhantomData;
 
+use crate::change::RunTicks;
 use crate::change::{LastRun, Tick};
-use crate::query::RunTicks;
 
 use super::World;
 

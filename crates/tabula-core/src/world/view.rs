@@ -10,12 +10,12 @@
 use std::any::TypeId;
 use std::marker::PhantomData;
 
-use crate::archetype::ArchetypeId;
+use crate::change::RunTicks;
 use crate::change::{ComponentTicks, Mut, Tick};
 use crate::component::Component;
 use crate::entity::{Entity, Locations};
 use crate::error::EntityError;
-use crate::query::RunTicks;
+use crate::location::ArchetypeId;
 
 use super::{World, missing, tick_now};
 
