@@ -362,8 +362,9 @@ fn census(q: Query<(&Position, &Health, &Team)>, mut sums: Local<[i64; 4]>) {
     }
 }
 
-/// A hash of every entity (its id's bits) and all its game components, in query order:
-/// equal digests mean equal worlds, up to the odd hash collision.
+/// A hash of every entity (its index and generation) and all its game components, in query
+/// order: equal digests mean equal worlds, up to the odd hash collision. The worlds' tags are
+/// left out, so two worlds built alike digest alike.
 pub fn digest(world: &mut World) -> u64 {
     let mut q = world.query::<(
         Entity,
@@ -382,7 +383,7 @@ pub fn digest(world: &mut World) -> u64 {
     let mut count = 0;
     for (e, p, v, health, team, cooldown, age, shot) in q.iter(world) {
         count += 1;
-        mix(e.to_bits());
+        mix(id_bits(e));
         mix(p.x as u64);
         mix(p.y as u64);
         mix(v.x as u64);
@@ -391,13 +392,18 @@ pub fn digest(world: &mut World) -> u64 {
         mix(team.map_or(u64::MAX, |t| u64::from(t.0)));
         mix(cooldown.map_or(u64::MAX, |c| c.0 as u64));
         mix(age.map_or(u64::MAX, |a| a.0 as u64));
-        mix(shot.map_or(u64::MAX, |s| s.target.to_bits()));
+        mix(shot.map_or(u64::MAX, |s| id_bits(s.target)));
     }
     let tally = *world.resource::<Tally>().expect("the world has a Tally");
     mix(count);
     mix(tally.hits);
     mix(tally.deaths);
     hash
+}
+
+/// An entity's index and generation as one number, without its world's tag.
+fn id_bits(e: Entity) -> u64 {
+    u64::from(e.index()) | (u64::from(e.generation()) << 32)
 }
 
 /// How many live bullets a world holds.

@@ -153,8 +153,10 @@ impl Default for Config {
     }
 }
 
-/// One particle's state, bit-exact, for comparing two runs.
-pub type ParticleState = (Entity, [u32; 2], [u32; 2], u32, [u32; 4], bool);
+/// One particle's state, bit-exact, for comparing two runs: its entity's index and
+/// generation (two worlds have different [tags](World::tag), so whole ids never match across
+/// worlds), then its components' bits.
+pub type ParticleState = ((u32, u32), [u32; 2], [u32; 2], u32, [u32; 4], bool);
 
 /// A running particle simulation.
 pub struct Particles {
@@ -318,7 +320,7 @@ impl Particles {
             .iter(&self.world)
             .map(|(e, p, v, l, c, heavy)| {
                 (
-                    e,
+                    (e.index(), e.generation()),
                     [p.x.to_bits(), p.y.to_bits()],
                     [v.x.to_bits(), v.y.to_bits()],
                     l.remaining.to_bits(),

@@ -1,8 +1,14 @@
 //! Entity handles: what a game holds on to instead of a pointer.
 //!
-//! An [`Entity`] is a 32-bit slot index plus a 32-bit generation. The slot is reused after a
-//! despawn, but its generation is bumped first, so an old handle never reaches the new
+//! An [`Entity`] is a 32-bit slot index plus a 32-bit generation word. The slot is reused
+//! after a despawn, but its generation is bumped first, so an old handle never reaches the new
 //! occupant: it simply reports [`NoSuchEntity`](crate::EntityError::NoSuchEntity).
+//!
+//! The generation word's top 8 bits are the [world tag](crate::World::tag) of the world that
+//! made the handle, and its low 24 bits count the slot's reuses. A world compares the whole
+//! word when it looks a handle up, so a handle from a world with another tag never matches
+//! (at no cost: the comparison was there already), and the error says which world it came
+//! from ([`WrongWorld`](crate::EntityError::WrongWorld)).
 
 mod allocator;
 mod lanes;
@@ -16,7 +22,8 @@ pub(crate) use allocator::{Locations, SHARED_LANE};
 /// A handle to an entity in a [`World`](crate::World).
 ///
 /// Cheap to copy, compare and hash; 8 bytes, and `Option<Entity>` is 8 bytes too because the
-/// generation is never zero. Its `Debug` form is `index v generation`, e.g. `7v2`.
+/// generation is never zero. Its `Debug` form is `index v generation`, e.g. `7v2` (the world
+/// tag is left out; [`world_tag`](Self::world_tag) reads it).
 ///
 /// ```
 /// use tabula_core::World;
@@ -47,20 +54,31 @@ impl Entity {
         self.index
     }
 
-    /// How many times the slot had been reused when this handle was made; starts at 1.
+    /// How many times the slot had been reused when this handle was made, plus one: starts
+    /// at 1 and stays below 2<sup>24</sup> (a slot is retired before its count wraps).
     pub const fn generation(self) -> u32 {
-        self.generation.get()
+        self.generation.get() & GENERATION_MASK
     }
 
-    /// Packs the handle into 64 bits: generation in the high half, index in the low half.
+    /// The [tag](crate::World::tag) of the world that made this handle.
+    pub const fn world_tag(self) -> u8 {
+        (self.generation.get() >> GENERATION_BITS) as u8
+    }
+
+    /// Packs the handle into 64 bits: the world tag in the top 8, then the generation (24
+    /// bits), then the index (the low 32).
     pub const fn to_bits(self) -> u64 {
         ((self.generation.get() as u64) << 32) | self.index as u64
     }
 
-    /// Unpacks [`to_bits`](Self::to_bits); `None` when the generation half is zero, which no
+    /// Unpacks [`to_bits`](Self::to_bits); `None` when the generation bits are zero, which no
     /// real handle has.
     pub const fn from_bits(bits: u64) -> Option<Self> {
-        match NonZeroU32::new((bits >> 32) as u32) {
+        let word = (bits >> 32) as u32;
+        if word & GENERATION_MASK == 0 {
+            return None;
+        }
+        match NonZeroU32::new(word) {
             Some(generation) => Some(Self {
                 index: bits as u32,
                 generation,
@@ -70,9 +88,22 @@ impl Entity {
     }
 }
 
+/// Bits of an entity's generation word that count reuses; the 8 above them hold the world tag.
+pub(crate) const GENERATION_BITS: u32 = 24;
+/// The reuse count's bits within the generation word.
+pub(crate) const GENERATION_MASK: u32 = (1 << GENERATION_BITS) - 1;
+
+/// The generation word of a slot's first entity in the world tagged `tag`.
+pub(crate) const fn first_generation(tag: u8) -> NonZeroU32 {
+    match NonZeroU32::new(((tag as u32) << GENERATION_BITS) | 1) {
+        Some(generation) => generation,
+        None => unreachable!(),
+    }
+}
+
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}v{}", self.index, self.generation)
+        write!(f, "{}v{}", self.index, self.generation())
     }
 }
 

@@ -9,6 +9,15 @@ use crate::entity::Entity;
 pub enum EntityError {
     /// The entity was despawned, never created, or is a reservation not yet flushed.
     NoSuchEntity(Entity),
+    /// The entity was made by another world: its [world tag](Entity::world_tag) is not this
+    /// world's [tag](crate::World::tag). An `Entity` is only meaningful in the world that
+    /// made it.
+    WrongWorld {
+        /// The entity.
+        entity: Entity,
+        /// The tag of the world it was given to.
+        world: u8,
+    },
     /// The entity is alive but lacks a component the operation needs.
     MissingComponent {
         /// The entity.
@@ -35,6 +44,12 @@ impl fmt::Display for EntityError {
             Self::NoSuchEntity(entity) => {
                 write!(f, "entity {entity:?} does not exist (despawned or never spawned)")
             }
+            Self::WrongWorld { entity, world } => write!(
+                f,
+                "entity {entity:?} belongs to the world tagged {}, not to this one (tagged \
+                 {world}); an Entity is only valid in the world that made it",
+                entity.world_tag()
+            ),
             Self::MissingComponent { entity, component } => {
                 write!(f, "entity {entity:?} has no component `{component}`")
             }
@@ -51,6 +66,23 @@ impl fmt::Display for EntityError {
                  despawn_recursive (or the matching commands), which keep Parent and Children in \
                  step"
             ),
+        }
+    }
+}
+
+impl EntityError {
+    /// The error for `entity` not being alive in the world tagged `world`: [`WrongWorld`] when
+    /// another world made it, else [`NoSuchEntity`]. Inline and call-free, so that lookup
+    /// loops keep their values in registers (see `world::missing`).
+    ///
+    /// [`WrongWorld`]: Self::WrongWorld
+    /// [`NoSuchEntity`]: Self::NoSuchEntity
+    #[inline(always)]
+    pub(crate) fn not_found(entity: Entity, world: u8) -> Self {
+        if entity.world_tag() == world {
+            Self::NoSuchEntity(entity)
+        } else {
+            Self::WrongWorld { entity, world }
         }
     }
 }

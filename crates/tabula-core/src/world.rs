@@ -153,15 +153,40 @@ pub(crate) fn missing<T>(entity: Entity) -> EntityError {
 impl World {
     /// An empty world.
     pub fn new() -> Self {
+        let id = WorldId::next();
+        // The low 8 bits of the world's number: worlds made one after another get distinct
+        // tags, 256 of them before a tag repeats.
+        Self::with_id_and_tag(id, id.0 as u8)
+    }
+
+    /// A world whose entity handles carry `tag` (see [`tag`](Self::tag)): to load saved
+    /// entity ids into a world with the tag they were saved with, or to make a replay's worlds
+    /// bit-identical to the recorded run whatever other worlds the process made first.
+    ///
+    /// ```
+    /// use tabula_core::{EntityError, World};
+    ///
+    /// let mut a = World::with_tag(1);
+    /// let mut b = World::with_tag(2);
+    /// let e = a.spawn((1u8,));
+    /// b.spawn((2u8,)); // the same slot and generation as `e`, in another world
+    /// assert_eq!(b.get::<u8>(e), Err(EntityError::WrongWorld { entity: e, world: 2 }));
+    /// assert_eq!(World::with_tag(1).spawn(()), e, "the same tag makes the same ids");
+    /// ```
+    pub fn with_tag(tag: u8) -> Self {
+        Self::with_id_and_tag(WorldId::next(), tag)
+    }
+
+    fn with_id_and_tag(id: WorldId, tag: u8) -> Self {
         let components = Components::default();
         Self {
-            entities: Entities::new(),
+            entities: Entities::with_tag(tag),
             archetypes: Archetypes::new(&components),
             components,
             bundles: Bundles::default(),
             resources: Resources::default(),
             removals: RemovalLogs::default(),
-            id: WorldId::next(),
+            id,
             change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
             next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
@@ -273,10 +298,7 @@ impl World {
         self.flush();
         // Before the id is freed: may move other rows, and needs the entity's components.
         self.detach_hierarchy(entity);
-        let location = self
-            .entities
-            .free(entity)
-            .ok_or(EntityError::NoSuchEntity(entity))?;
+        let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
         let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
         if archetype.logs_removals {
             self.removals
@@ -364,10 +386,33 @@ impl World {
         self.insert(entity, bundle)
     }
 
+    /// This world's tag, carried by every entity handle it makes
+    /// ([`Entity::world_tag`]): a handle with another tag is refused with
+    /// [`EntityError::WrongWorld`] by every method that takes an entity, instead of reaching
+    /// whatever lives at its index here.
+    ///
+    /// A new world takes the low 8 bits of a process-wide count of worlds made, so the
+    /// first 256 worlds of a process have distinct tags, and a program that makes its worlds
+    /// in the same order gets the same tags (and ids) on every run. Two worlds with the same
+    /// tag (the 257th world and the first, or two made with [`with_tag`](Self::with_tag))
+    /// cannot tell each other's handles apart: those are then caught only when the slot is
+    /// dead or its generation differs, as without tags.
+    pub fn tag(&self) -> u8 {
+        self.entities.tag()
+    }
+
+    /// The error for `entity` not being alive here: [`EntityError::WrongWorld`] when another
+    /// world made it. Inline and call-free, as [`missing`]: a lookup loop keeps its values
+    /// in registers.
+    #[inline(always)]
+    fn not_found(&self, entity: Entity) -> EntityError {
+        EntityError::not_found(entity, self.tag())
+    }
+
     /// Where a live entity's row is.
     #[inline]
     pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, EntityError> {
-        self.entities.get(entity).ok_or(EntityError::NoSuchEntity(entity))
+        self.entities.get(entity).ok_or_else(|| self.not_found(entity))
     }
 
     /// True when `entity` is alive (reservations count after a flush).

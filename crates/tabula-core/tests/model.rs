@@ -23,6 +23,12 @@ use tabula_core::{
 mod common;
 use common::Rng;
 
+/// A handle of `world`'s with this index and generation, never handed out by it.
+fn forge(world: &World, index: u32, generation: u32) -> Entity {
+    let word = (u32::from(world.tag()) << 24) | generation;
+    Entity::from_bits(u64::from(index) | (u64::from(word) << 32)).expect("nonzero generation")
+}
+
 // ---------------------------------------------------------------------------------------------
 // Component types: plain data, a ZST, a heap-owning type, an over-aligned type, a one-byte
 // type, and a drop-counting type.
@@ -940,7 +946,7 @@ fn step(world: &mut World, model: &mut Model, g: &mut Gen) -> String {
     } else {
         roll
     };
-    let target = target.unwrap_or(Entity::from_bits(1 << 32).expect("generation 1"));
+    let target = target.unwrap_or(forge(world, 0, 1));
     match roll {
         0..=17 if !crowded => {
             with_shape!(shape, spawn(world, model, g));
@@ -1045,9 +1051,25 @@ fn step(world: &mut World, model: &mut Model, g: &mut Gen) -> String {
         }
         96..=98 => {
             // An id that was never handed out: an index far past any slot.
-            let never = Entity::from_bits((3 << 32) | 100_000).expect("nonzero generation");
+            let never = forge(world, 100_000, 3);
             assert_eq!(world.get::<Hp>(never), Err(EntityError::NoSuchEntity(never)));
             assert_eq!(world.despawn(never), Err(EntityError::NoSuchEntity(never)));
+            // A live entity's id as another world would have made it: refused as such by
+            // every entry point, and nothing changes.
+            if let Some(live) = model.target(&mut g.rng) {
+                let world_tag = world.tag();
+                let alien = Entity::from_bits(live.to_bits() ^ (1 << 56)).expect("nonzero generation");
+                let wrong = EntityError::WrongWorld {
+                    entity: alien,
+                    world: world_tag,
+                };
+                assert_eq!(world.get::<Hp>(alien).map(drop), Err(wrong));
+                assert_eq!(world.get_mut::<Hp>(alien).map(drop), Err(wrong));
+                assert_eq!(world.insert(alien, (Hp(1),)), Err(wrong));
+                assert_eq!(world.remove::<(Hp,)>(alien).map(drop), Err(wrong));
+                assert_eq!(world.despawn(alien), Err(wrong));
+                assert!(!world.contains(alien));
+            }
             model.flush(); // despawn flushed the world.
             "never-issued id".to_owned()
         }

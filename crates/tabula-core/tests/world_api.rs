@@ -77,17 +77,22 @@ fn entity_bits_round_trip() {
     let reused = world.spawn((Health(7),));
     for e in ids.iter().copied().chain([reused]) {
         let bits = e.to_bits();
-        assert_eq!(bits, (u64::from(e.generation()) << 32) | u64::from(e.index()));
+        assert_eq!(
+            bits,
+            (u64::from(e.world_tag()) << 56) | (u64::from(e.generation()) << 32) | u64::from(e.index())
+        );
+        assert_eq!(e.world_tag(), world.tag());
         assert_eq!(Entity::from_bits(bits), Some(e));
     }
     // A handle read back from bits (a save file, a network message) reaches the same entity.
     let restored = Entity::from_bits(reused.to_bits()).unwrap();
     assert_eq!(world.get::<Health>(restored), Ok(&Health(7)));
-    // The generation half is never zero in a real handle.
+    // The generation bits are never zero in a real handle, whatever the tag.
     assert_eq!(Entity::from_bits(5), None);
+    assert_eq!(Entity::from_bits((3 << 56) | 5), None);
     assert_eq!(
-        Entity::from_bits(u64::MAX).map(|e| (e.index(), e.generation())),
-        Some((u32::MAX, u32::MAX))
+        Entity::from_bits(u64::MAX).map(|e| (e.index(), e.generation(), e.world_tag())),
+        Some((u32::MAX, (1 << 24) - 1, u8::MAX))
     );
 }
 

@@ -109,6 +109,11 @@ type Snapshot = Vec<(
     Option<u64>,
 )>;
 
+/// An entity's index and generation: what two worlds built alike share (their tags differ).
+fn id(e: Entity) -> u64 {
+    u64::from(e.index()) | (u64::from(e.generation()) << 32)
+}
+
 fn snapshot(world: &mut World) -> Snapshot {
     let mut q = world.query::<(
         Entity,
@@ -121,12 +126,12 @@ fn snapshot(world: &mut World) -> Snapshot {
     q.iter(world)
         .map(|(e, a, b, c, d, t)| {
             (
-                e.to_bits(),
+                id(e),
                 a.map(|c| c.0),
                 b.map(|c| c.0),
                 c.map(|c| c.0),
                 d.map(|c| c.0),
-                t.map(|t| t.0.to_bits()),
+                t.map(|t| id(t.0)),
             )
         })
         .collect()

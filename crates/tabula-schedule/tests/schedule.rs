@@ -1041,7 +1041,8 @@ mod deferred {
             let mut q = world.query::<(Entity, Option<&Position>)>();
             let mut state: Vec<_> = q
                 .iter(&world)
-                .map(|(e, p)| (e, p.map(|p| p.0.to_bits())))
+                // By index and generation: the two executors' worlds have different tags.
+                .map(|(e, p)| ((e.index(), e.generation()), p.map(|p| p.0.to_bits())))
                 .collect();
             state.sort();
             outcomes.push(state);

@@ -29,11 +29,19 @@ fn flag_is_set(flag: Res<Flag>) -> bool {
 }
 
 /// The whole world's (entity, Pos, Tag, Marker) contents, sorted.
-fn snapshot(world: &mut World) -> Vec<(Entity, Option<u32>, Option<u32>, bool)> {
+/// Every entity (by index and generation: two worlds' tags differ) and its components.
+fn snapshot(world: &mut World) -> Vec<((u32, u32), Option<u32>, Option<u32>, bool)> {
     let mut q = world.query::<(Entity, Option<&Pos>, Option<&Tag>, Option<&Marker>)>();
     let mut rows: Vec<_> = q
         .iter(world)
-        .map(|(e, p, t, m)| (e, p.map(|p| p.0), t.map(|t| t.0), m.is_some()))
+        .map(|(e, p, t, m)| {
+            (
+                (e.index(), e.generation()),
+                p.map(|p| p.0),
+                t.map(|t| t.0),
+                m.is_some(),
+            )
+        })
         .collect();
     rows.sort();
     rows

@@ -38,8 +38,18 @@ pub struct Game {
     pub schedule: Schedule,
 }
 
-/// One entity's state, for comparing two runs.
-pub type EntityState = (Entity, [u32; 3], Option<[u32; 3]>, bool, bool, bool, Option<u32>);
+/// One entity's state, for comparing two runs: its index and generation (two worlds have
+/// different [tags](World::tag), so whole ids never match across worlds), then its
+/// components' bits.
+pub type EntityState = (
+    (u32, u32),
+    [u32; 3],
+    Option<[u32; 3]>,
+    bool,
+    bool,
+    bool,
+    Option<u32>,
+);
 
 impl Game {
     /// A new classic game ([`CLASSIC_ASTEROIDS`]) with the given seed, using the given
@@ -136,7 +146,7 @@ impl Game {
             .iter(&self.world)
             .map(|(e, p, m, ship, asteroid, dying, c)| {
                 (
-                    e,
+                    (e.index(), e.generation()),
                     [p.x.to_bits(), p.y.to_bits(), p.rotation.to_bits()],
                     m.map(|m| {
                         [

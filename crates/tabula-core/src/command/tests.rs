@@ -299,8 +299,9 @@ fn command_errors_name_the_command_and_entity() {
 fn a_queue_recorded_for_one_world_refuses_another() {
     #[derive(Debug, PartialEq)]
     struct Tag(&'static str);
-    let world_a = World::new();
-    let mut world_b = World::new();
+    // The same tag, so that ids collide (with distinct tags, B would refuse A's ids anyway).
+    let world_a = World::with_tag(0);
+    let mut world_b = World::with_tag(0);
     // An entity of B whose id equals the one A reserves next.
     let victim = world_b.spawn(());
     let mut queue = CommandQueue::new();

@@ -29,8 +29,8 @@
 
 use std::num::NonZeroU32;
 
-use super::Entity;
 use super::lanes::LaneLayout;
+use super::{Entity, GENERATION_BITS, GENERATION_MASK, first_generation};
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
@@ -60,11 +60,14 @@ pub(crate) const SHARED_LANE: u32 = 0;
 const UNPLACED: u32 = u32::MAX;
 
 impl EntityMeta {
-    const FRESH: Self = Self {
-        index: UNPLACED,
-        generation: NonZeroU32::MIN,
-        location: EntityLocation::NOWHERE,
-    };
+    /// A slot that never held an entity, in a world whose slots start at `generation`.
+    const fn fresh(generation: NonZeroU32) -> Self {
+        Self {
+            index: UNPLACED,
+            generation,
+            location: EntityLocation::NOWHERE,
+        }
+    }
 
     /// Records that the slot's entity, at `index`, now lives at `location`.
     #[inline]
@@ -129,6 +132,8 @@ pub struct Entities {
     layout: LaneLayout,
     /// Entities with a location (reserved-but-unflushed ones are not counted).
     live: u32,
+    /// The generation word of a fresh slot's first entity: the world tag and a count of 1.
+    first_generation: NonZeroU32,
 }
 
 impl Default for Entities {
@@ -138,8 +143,13 @@ impl Default for Entities {
 }
 
 impl Entities {
-    /// An allocator with no entities and only the shared lane.
+    /// An allocator with no entities and only the shared lane, for world tag 0.
     pub fn new() -> Self {
+        Self::with_tag(0)
+    }
+
+    /// An allocator with no entities and only the shared lane, whose handles carry `tag`.
+    pub(crate) fn with_tag(tag: u8) -> Self {
         Self {
             meta: Vec::new(),
             pending: Vec::new(),
@@ -147,7 +157,13 @@ impl Entities {
             dirty: AtomicBool::new(false),
             layout: LaneLayout::new(),
             live: 0,
+            first_generation: first_generation(tag),
         }
+    }
+
+    /// The world tag every handle of this allocator carries.
+    pub(crate) fn tag(&self) -> u8 {
+        (self.first_generation.get() >> GENERATION_BITS) as u8
     }
 
     /// Adds a reservation lane: ids reserved through it depend only on the allocator's
@@ -204,7 +220,7 @@ impl Entities {
         let generation = self
             .meta
             .get(index as usize)
-            .map_or(NonZeroU32::MIN, |meta| meta.generation);
+            .map_or(self.first_generation, |meta| meta.generation);
         Entity::new(index, generation)
     }
 
@@ -248,7 +264,8 @@ impl Entities {
             old_slots + fresh <= u32::MAX as usize,
             "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
         );
-        self.meta.resize(old_slots + fresh, EntityMeta::FRESH);
+        self.meta
+            .resize(old_slots + fresh, EntityMeta::fresh(self.first_generation));
         // Slots are named as `entity_at` named them, before the table grew.
         let slot =
             |pending: &[u32], position: usize| slot_at(pending, old_slots as u64, position as u64) as u32;
@@ -298,12 +315,13 @@ impl Entities {
                 .ok()
                 .filter(|&i| i < u32::MAX)
                 .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+            let generation = self.first_generation;
             self.meta.push(EntityMeta {
                 index,
-                generation: NonZeroU32::MIN,
+                generation,
                 location,
             });
-            Entity::new(index, NonZeroU32::MIN)
+            Entity::new(index, generation)
         };
         self.live += 1;
         entity
@@ -318,8 +336,12 @@ impl Entities {
         meta.index = UNPLACED;
         meta.location = EntityLocation::NOWHERE;
         self.live -= 1;
-        // Retire the slot rather than wrap its generation: a stale handle must never match.
-        if let Some(next) = meta.generation.checked_add(1) {
+        // Retire the slot rather than wrap its generation count (into the world tag, or to
+        // zero): a stale handle must never match.
+        let next = meta.generation.get().wrapping_add(1);
+        if next & GENERATION_MASK != 0
+            && let Some(next) = NonZeroU32::new(next)
+        {
             meta.generation = next;
             // No reservation is outstanding, so no reserved position moves.
             self.pending.push(entity.index());
@@ -587,13 +609,21 @@ mod tests {
 
     #[test]
     fn exhausted_generation_retires_the_slot() {
-        let mut entities = Entities::new();
-        let e = entities.alloc(placed());
-        entities.meta[0].generation = NonZeroU32::MAX;
-        let stale = Entity::new(0, NonZeroU32::MAX);
-        entities.free(stale);
-        let next = entities.alloc(placed());
-        assert_ne!(next.index(), e.index(), "slot 0 is retired, never reused");
-        assert!(entities.get(stale).is_none());
+        // For the largest tag, the bump would wrap the whole word to zero; for a smaller one,
+        // carry into the tag. Either way the slot retires.
+        for tag in [0, 7, u8::MAX] {
+            let mut entities = Entities::with_tag(tag);
+            let e = entities.alloc(placed());
+            let last = NonZeroU32::new((u32::from(tag) << GENERATION_BITS) | GENERATION_MASK).unwrap();
+            entities.meta[0].generation = last;
+            let stale = Entity::new(0, last);
+            assert_eq!(stale.world_tag(), tag);
+            assert_eq!(stale.generation(), GENERATION_MASK);
+            entities.free(stale);
+            let next = entities.alloc(placed());
+            assert_ne!(next.index(), e.index(), "slot 0 is retired, never reused");
+            assert_eq!(next.world_tag(), tag);
+            assert!(entities.get(stale).is_none());
+        }
     }
 }

@@ -15,6 +15,13 @@ use crate::type_name::short_type_name;
 pub enum QueryError {
     /// The entity does not exist.
     NoSuchEntity(Entity),
+    /// The entity was made by another world (see [`EntityError::WrongWorld`](crate::EntityError::WrongWorld)).
+    WrongWorld {
+        /// The entity.
+        entity: Entity,
+        /// The tag of the world the query ran on.
+        world: u8,
+    },
     /// The entity exists but the query does not match it (missing component or filtered out).
     NoMatch {
         /// The entity.
@@ -43,6 +50,13 @@ impl fmt::Display for QueryError {
             Self::NoSuchEntity(e) => {
                 write!(f, "entity {e:?} does not exist (despawned or never spawned)")
             }
+            Self::WrongWorld { entity, world } => fmt::Display::fmt(
+                &crate::EntityError::WrongWorld {
+                    entity: *entity,
+                    world: *world,
+                },
+                f,
+            ),
             Self::NoMatch { entity, query } => {
                 let query = short_type_name(query);
                 write!(f, "query `{query}` does not match entity {entity:?}")

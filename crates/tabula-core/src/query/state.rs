@@ -520,10 +520,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<(EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>), QueryError> {
-        let location = world
-            .entities()
-            .get(entity)
-            .ok_or(QueryError::NoSuchEntity(entity))?;
+        let location = world.entities().get(entity).ok_or_else(|| {
+            match crate::EntityError::not_found(entity, world.tag()) {
+                crate::EntityError::WrongWorld { entity, world } => QueryError::WrongWorld { entity, world },
+                _ => QueryError::NoSuchEntity(entity),
+            }
+        })?;
         let no_match = || QueryError::NoMatch {
             entity,
             query: type_name::<(D, F)>(),

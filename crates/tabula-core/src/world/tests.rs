@@ -167,8 +167,9 @@ fn one_bundle_type_moved_from_archetypes_in_turn_takes_each_sources_edge() {
 fn one_bundle_type_moved_in_two_worlds_in_turn_stays_in_each_world() {
     // Two worlds whose archetype 1 stores different components, with entity ids of the same
     // bits: each world's remembered move and edges are its own, so moving one bundle type in
-    // both in turn keeps each world's rows and locations.
-    let (mut one, mut two) = (World::new(), World::new());
+    // both in turn keeps each world's rows and locations. (One tag for both, so that the
+    // ids are equal.)
+    let (mut one, mut two) = (World::with_tag(9), World::with_tag(9));
     let firsts: Vec<_> = (0..6).map(|i| one.spawn((Pos(i as f32, 0.0),))).collect();
     let seconds: Vec<_> = (0..6).map(|i| two.spawn((i as u64, Marker))).collect();
     assert_eq!(firsts, seconds, "the same ids in both worlds");

@@ -55,6 +55,8 @@ use super::{World, missing, tick_now};
 /// ```
 pub struct View<'w, T: Component> {
     locations: Locations<'w>,
+    /// The world's [tag](World::tag), for the error of a lookup that misses.
+    tag: u8,
     /// `columns[a]` holds archetype `a`'s rows of `T`, or is `None` when it has no `T`.
     columns: Box<[Option<&'w [T]>]>,
     /// The archetype with the most rows of `T` (`ArchetypeId::ABSENT` when none has any) and
@@ -96,6 +98,7 @@ impl World {
             });
         View {
             locations: self.entities.locations(),
+            tag: self.entities.tag(),
             columns,
             hot,
         }
@@ -127,7 +130,7 @@ impl<'w, T: Component> View<'w, T> {
         let location = self
             .locations
             .get(entity)
-            .ok_or(EntityError::NoSuchEntity(entity))?;
+            .ok_or(EntityError::not_found(entity, self.tag))?;
         // SAFETY: a live entity's location names an archetype of the world, and the view has
         // one entry per archetype: none can be added while the world is borrowed.
         match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
@@ -178,6 +181,8 @@ impl<'w, T: Component> View<'w, T> {
 /// ```
 pub struct ViewMut<'w, T: Component> {
     locations: Locations<'w>,
+    /// The world's [tag](World::tag), for the error of a lookup that misses.
+    tag: u8,
     /// `columns[a]` points at archetype `a`'s column of `T`, or is `None` when it has none.
     columns: Box<[Option<ColumnPtrs<T>>]>,
     ticks: RunTicks,
@@ -226,6 +231,7 @@ impl World {
             .collect();
         ViewMut {
             locations: self.entities.locations(),
+            tag: self.entities.tag(),
             columns,
             ticks,
             _world: PhantomData,
@@ -240,7 +246,7 @@ impl<T: Component> ViewMut<'_, T> {
         let location = self
             .locations
             .get(entity)
-            .ok_or(EntityError::NoSuchEntity(entity))?;
+            .ok_or(EntityError::not_found(entity, self.tag))?;
         // SAFETY: a live entity's location names an archetype of the world, and the view has
         // one entry per archetype: none can be added while the world is borrowed.
         match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
