@@ -19,7 +19,7 @@ use crate::storage::Table;
 /// [`World`](crate::World).
 ///
 /// ```
-/// use tabula_core::World;
+/// use tabula::World;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct Position(f32, f32);
@@ -34,7 +34,7 @@ use crate::storage::Table;
 /// A bundle listing one component type twice is a programmer error and panics on first use:
 ///
 /// ```should_panic
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// world.spawn((1u32, 2u32)); // panics: u32 appears twice
 /// ```
 ///
@@ -47,7 +47,7 @@ use crate::storage::Table;
 /// struct Pos(f32);
 /// struct Vel(f32);
 /// struct Player;
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// world.spawn(((Pos(0.0), Vel(1.0)), Player)); // panics: a nested tuple
 /// ```
 pub trait Bundle: sealed::BundleStorage + Send + Sync + 'static {}

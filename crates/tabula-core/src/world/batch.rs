@@ -74,7 +74,7 @@ impl World {
     /// not inserted are dropped.
     ///
     /// ```
-    /// use tabula_core::{EntityError, World};
+    /// use tabula::{EntityError, World};
     ///
     /// #[derive(Debug, PartialEq)]
     /// struct Frozen(u32);
@@ -205,7 +205,7 @@ impl World {
     /// the first such entity (and the component).
     ///
     /// ```
-    /// use tabula_core::{EntityError, World};
+    /// use tabula::{EntityError, World};
     ///
     /// #[derive(Debug, PartialEq)]
     /// struct Frozen(u32);
