@@ -21,7 +21,7 @@ pub(crate) type BundleId = usize;
 /// [`World`](crate::World).
 ///
 /// ```
-/// use tabula_core::World;
+/// use tabula::World;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct Position(f32, f32);
@@ -36,7 +36,7 @@ pub(crate) type BundleId = usize;
 /// A bundle listing one component type twice is a programmer error and panics on first use:
 ///
 /// ```should_panic
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// world.spawn((1u32, 2u32)); // panics: u32 appears twice
 /// ```
 ///
@@ -49,7 +49,7 @@ pub(crate) type BundleId = usize;
 /// struct Pos(f32);
 /// struct Vel(f32);
 /// struct Player;
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// world.spawn(((Pos(0.0), Vel(1.0)), Player)); // panics: a nested tuple
 /// ```
 pub trait Bundle: sealed::BundleStorage + Send + Sync + 'static {}

@@ -150,7 +150,7 @@ impl ComponentTicks {
 /// next run's [`RunTicks`].
 ///
 /// ```
-/// use tabula_core::{LastRun, World};
+/// use tabula::{LastRun, World};
 /// let world = World::new();
 /// let mut last = LastRun::NEVER;
 /// let first = world.start_run(&mut last);

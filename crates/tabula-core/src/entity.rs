@@ -26,12 +26,12 @@ pub(crate) use allocator::{Locations, SHARED_LANE};
 /// tag is left out; [`world_tag`](Self::world_tag) reads it).
 ///
 /// ```
-/// use tabula_core::World;
+/// use tabula::World;
 ///
 /// let mut world = World::new();
 /// let e = world.spawn((1u32,));
 /// assert_eq!(format!("{e:?}"), "0v1");
-/// assert_eq!(tabula_core::Entity::from_bits(e.to_bits()), Some(e));
+/// assert_eq!(tabula::Entity::from_bits(e.to_bits()), Some(e));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 // Aligned as one 64-bit word: a handle is then loaded, kept, spilled and stored (into a

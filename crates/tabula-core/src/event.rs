@@ -20,7 +20,7 @@
 //! read another one is read from its oldest stored event again.
 //!
 //! ```
-//! use tabula_core::{EventCursor, Events, World};
+//! use tabula::{EventCursor, Events, World};
 //!
 //! struct Hit(u32);
 //!
@@ -36,7 +36,7 @@
 //! world.update_events();
 //! world.update_events(); // two updates later the event is gone
 //! assert!(world.resource::<Events<Hit>>()?.is_empty());
-//! # Ok::<(), tabula_core::ResourceError>(())
+//! # Ok::<(), tabula::ResourceError>(())
 //! ```
 
 use std::any::TypeId;
@@ -80,7 +80,7 @@ impl<E> EventBuffer<E> {
 /// looks once per update sees it, whatever order senders and readers run in.
 ///
 /// ```
-/// use tabula_core::{EventCursor, Events};
+/// use tabula::{EventCursor, Events};
 ///
 /// let mut events = Events::<&str>::default();
 /// let mut reader = EventCursor::default();
@@ -151,7 +151,7 @@ impl<E> Events<E> {
     /// Every stored event, oldest first, whether or not any reader has seen it.
     ///
     /// ```
-    /// let mut events = tabula_core::Events::default();
+    /// let mut events = tabula::Events::default();
     /// events.send(1);
     /// events.update();
     /// events.send(2);

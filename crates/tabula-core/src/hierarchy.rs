@@ -25,7 +25,7 @@
 //! `With<Children>` means "has at least one child".
 //!
 //! ```
-//! use tabula_core::World;
+//! use tabula::World;
 //!
 //! let mut world = World::new();
 //! let ship = world.spawn(("ship",));
@@ -209,7 +209,7 @@ impl World {
     /// descendants, and with [`HierarchyError::Entity`] if either is dead.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let [a, b, c] = [(); 3].map(|()| world.spawn(()));
     /// world.set_parent(c, a)?;
     /// world.set_parent(c, b)?; // re-parent: `a` loses its only child
@@ -272,7 +272,7 @@ impl World {
     /// panic reaches the caller, so the hierarchy stays consistent.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let root = world.spawn(());
     /// let child = world.spawn(());
     /// let grandchild = world.spawn(());

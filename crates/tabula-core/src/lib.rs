@@ -23,7 +23,7 @@
 //!   [`Children`] link entities into trees that the world keeps consistent.
 //!
 //! ```
-//! use tabula_core::World;
+//! use tabula::World;
 //!
 //! #[derive(Debug, PartialEq)]
 //! struct Position(f32, f32);
@@ -39,7 +39,7 @@
 //! assert_eq!(velocity, Velocity(1.0, 2.0));
 //! world.despawn(ship)?;
 //! assert!(world.despawn(ship).is_err());               // a stale id is an error, not UB
-//! # Ok::<(), tabula_core::EntityError>(())
+//! # Ok::<(), tabula::EntityError>(())
 //! ```
 //!
 //! ## Where the `unsafe` is

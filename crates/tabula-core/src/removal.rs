@@ -1,5 +1,5 @@
 //! Removal logs: which entities lost a component, for code that reacts to removals (the
-//! `RemovedComponents<T>` system parameter of `tabula-schedule` reads them).
+//! `RemovedComponents<T>` system parameter of `tabula::schedule` reads them).
 //!
 //! Nothing is logged until someone asks. [`World::track_removals::<T>()`] marks `T` in the
 //! component registry, which sets a flag on every archetype holding `T` and on every cached
@@ -27,7 +27,7 @@
 //! itself, or the logs keep growing.
 //!
 //! ```
-//! use tabula_core::{EventCursor, World};
+//! use tabula::{EventCursor, World};
 //!
 //! struct Shield(u32);
 //!
@@ -48,7 +48,7 @@
 //! world.update_events();
 //! world.update_events(); // two updates later the log has moved on
 //! assert_eq!(world.removed::<Shield>().count(), 0);
-//! # Ok::<(), tabula_core::EntityError>(())
+//! # Ok::<(), tabula::EntityError>(())
 //! ```
 //!
 //! [`EntityMut`]: crate::EntityMut
@@ -130,14 +130,14 @@ impl World {
     /// Removals before the first call are not logged.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.spawn((1u8,));
     /// world.remove_one::<u8>(e)?; // not logged yet
     /// world.track_removals::<u8>();
     /// world.insert_one(e, 2u8)?;
     /// world.remove_one::<u8>(e)?;
     /// assert_eq!(world.removed::<u8>().collect::<Vec<_>>(), [e]);
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     pub fn track_removals<T: Component>(&mut self) -> ComponentId {
         let id = self.register_component::<T>();

@@ -124,13 +124,13 @@ impl World {
     ///
     /// ```
     /// struct Score(u32);
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// world.insert_resource(Score(1));
     /// world.resource_mut::<Score>()?.0 += 1;
     /// assert_eq!(world.resource::<Score>()?.0, 2);
     /// assert_eq!(world.remove_resource::<Score>()?.0, 2);
     /// assert!(world.resource::<Score>().is_err());
-    /// # Ok::<(), tabula_core::ResourceError>(())
+    /// # Ok::<(), tabula::ResourceError>(())
     /// ```
     pub fn insert_resource<R: Component>(&mut self, value: R) -> Option<R> {
         let now = self.change_tick();
@@ -230,7 +230,7 @@ impl World {
     /// the resource mutably at once; `R` is put back afterwards, also when `f` panics.
     ///
     /// ```
-    /// use tabula_core::World;
+    /// use tabula::World;
     ///
     /// struct Spawner { next: u32 }
     /// struct Id(u32);
@@ -243,7 +243,7 @@ impl World {
     /// })?;
     /// assert_eq!(world.get::<Id>(e).unwrap().0, 8);
     /// assert_eq!(world.resource::<Spawner>()?.next, 8);
-    /// # Ok::<(), tabula_core::ResourceError>(())
+    /// # Ok::<(), tabula::ResourceError>(())
     /// ```
     ///
     /// # Errors

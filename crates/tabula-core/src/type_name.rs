@@ -15,7 +15,7 @@
 /// both become `Position`) and is not meant to be parsed.
 ///
 /// ```
-/// use tabula_core::short_type_name;
+/// use tabula::short_type_name;
 ///
 /// struct Position;
 /// assert_eq!(short_type_name(std::any::type_name::<Option<&Position>>()), "Option<&Position>");

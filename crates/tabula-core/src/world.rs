@@ -49,7 +49,7 @@ fn tick_now(change_tick: &mut AtomicU64) -> Tick {
 /// Owns all entities and their components, stored by archetype.
 ///
 /// ```
-/// use tabula_core::World;
+/// use tabula::World;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct Health(u32);
@@ -60,7 +60,7 @@ fn tick_now(change_tick: &mut AtomicU64) -> Tick {
 /// assert_eq!(world.get::<Health>(e)?, &Health(7));
 /// world.despawn(e)?;
 /// assert!(world.get::<Health>(e).is_err());
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 pub struct World {
     entities: Entities,
@@ -196,7 +196,7 @@ impl World {
     /// Creates an entity with the components of `bundle` and returns its id.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.spawn((1u8, 2.0f32));
     /// assert!(world.has::<u8>(e) && world.has::<f32>(e));
     /// ```
@@ -216,11 +216,11 @@ impl World {
     /// [`insert`](Self::insert).
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.spawn_empty();
     /// world.insert(e, (1u8,))?;
     /// assert_eq!(world.get::<u8>(e), Ok(&1));
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     pub fn spawn_empty(&mut self) -> Entity {
         self.spawn(())
@@ -230,7 +230,7 @@ impl World {
     /// when dropped. Room is reserved once for the iterator's size hint.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let ids: Vec<_> = world.spawn_batch((0..100u32).map(|i| (i,))).collect();
     /// assert_eq!(world.len(), 100);
     /// assert_eq!(world.get::<u32>(ids[42]), Ok(&42));
@@ -370,12 +370,12 @@ impl World {
     /// Gives a reserved entity its components: the deferred half of a spawn.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.reserve_entity();
     /// assert!(!world.contains(e));
     /// world.spawn_at(e, ("ready",))?;
     /// assert_eq!(world.get::<&str>(e), Ok(&"ready"));
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     pub fn spawn_at<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
@@ -577,7 +577,7 @@ impl World {
     /// Every archetype, including empty ones, for introspection.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// world.spawn((1u8,));
     /// let shapes: Vec<(Vec<&str>, usize)> = world
     ///     .archetypes()

@@ -67,7 +67,7 @@ impl SystemConfigs {
 /// a system function, a configured system, or a tuple of them.
 ///
 /// ```
-/// use tabula_schedule::prelude::*;
+/// use tabula::prelude::*;
 ///
 /// fn input() {}
 /// fn movement() {}
@@ -112,8 +112,7 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     /// [`Schedule::set_auto_sync`](crate::Schedule::set_auto_sync).
     ///
     /// ```
-    /// use tabula_core::{Commands, World};
-    /// use tabula_schedule::prelude::*;
+    /// use tabula::prelude::*;
     ///
     /// fn plant(mut commands: Commands) {
     ///     commands.spawn((1u8,));

@@ -24,8 +24,7 @@
 //! after a run is the same with one thread or many.
 //!
 //! ```
-//! use tabula_core::World;
-//! use tabula_schedule::prelude::*;
+//! use tabula::prelude::*;
 //!
 //! struct Position(f32);
 //! struct Velocity(f32);

@@ -89,8 +89,7 @@ pub struct Dependency {
 /// A set of systems with ordering, run as one unit.
 ///
 /// ```
-/// use tabula_schedule::prelude::*;
-/// use tabula_core::World;
+/// use tabula::prelude::*;
 ///
 /// struct Position(f32);
 /// struct Velocity(f32);
@@ -184,8 +183,7 @@ impl Schedule {
     /// with [`without_auto_sync`](crate::IntoSystemConfigs::without_auto_sync).
     ///
     /// ```
-    /// use tabula_core::{Commands, World};
-    /// use tabula_schedule::prelude::*;
+    /// use tabula::prelude::*;
     ///
     /// struct Seed(u32);
     /// fn plant(mut commands: Commands) {
@@ -240,8 +238,7 @@ impl Schedule {
     /// steps.
     ///
     /// ```
-    /// use tabula_schedule::prelude::*;
-    /// use tabula_core::World;
+    /// use tabula::prelude::*;
     ///
     /// struct Hit;
     /// #[derive(Default)]
@@ -335,7 +332,7 @@ impl Schedule {
     /// Configures sets: their order, nesting and run conditions.
     ///
     /// ```
-    /// use tabula_schedule::prelude::*;
+    /// use tabula::prelude::*;
     ///
     /// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     /// enum Phase { Input, Physics }
@@ -869,8 +866,7 @@ impl Schedule {
     /// them. Sync points appear by the names [`order`](Self::order) gives them.
     ///
     /// ```
-    /// use tabula_core::World;
-    /// use tabula_schedule::prelude::*;
+    /// use tabula::prelude::*;
     ///
     /// struct Health(u32);
     /// fn regen(mut q: Query<&mut Health>) {}

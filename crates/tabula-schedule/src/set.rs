@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// A named group of systems. Implement it for a small enum:
 ///
 /// ```
-/// use tabula_schedule::SystemSet;
+/// use tabula::schedule::SystemSet;
 ///
 /// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 /// enum Phase { Input, Physics, Render }
@@ -25,8 +25,7 @@ pub trait SystemSet: Debug + Clone + Eq + Hash + Send + Sync + 'static {}
 /// `PreUpdate` or `PostUpdate`, put the main logic in `Update` explicitly:
 ///
 /// ```
-/// use tabula_schedule::prelude::*;
-/// use tabula_core::World;
+/// use tabula::prelude::*;
 ///
 /// #[derive(Default)]
 /// struct Input(u32);

@@ -9,8 +9,7 @@ use tabula_core::CommandError;
 /// [`Schedule::command_errors`](crate::Schedule::command_errors).
 ///
 /// ```
-/// use tabula_core::{Commands, Entity, World};
-/// use tabula_schedule::prelude::*;
+/// use tabula::prelude::*;
 ///
 /// #[derive(Default)]
 /// struct Target(Option<Entity>);
@@ -33,7 +32,7 @@ use tabula_core::CommandError;
 /// assert!(skipped.system().ends_with("despawn_target"));
 /// assert_eq!(skipped.error().command(), "despawn");
 /// assert!(skipped.to_string().starts_with("system `"));
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkippedCommand {
@@ -77,9 +76,8 @@ impl std::error::Error for SkippedCommand {
 /// [`Schedule::set_command_error_policy`](crate::Schedule::set_command_error_policy).
 ///
 /// ```
-/// use tabula_core::{Commands, Entity, World};
-/// use tabula_schedule::prelude::*;
-/// use tabula_schedule::CommandErrorPolicy;
+/// use tabula::prelude::*;
+/// use tabula::schedule::CommandErrorPolicy;
 ///
 /// fn despawn_twice(mut commands: Commands, q: Query<Entity>) {
 ///     for e in q.iter() {

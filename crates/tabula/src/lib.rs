@@ -54,7 +54,20 @@
 //! ```
 
 pub use tabula_core::*;
-pub use tabula_schedule as schedule;
+
+/// Systems and the parallel scheduler: [`Schedule`](schedule::Schedule), the system
+/// parameters ([`Query`](schedule::Query), [`Res`](schedule::Res), ...), ordering and sets.
+///
+/// Each system parameter declares what it reads and writes
+/// ([`SystemParam`](schedule::SystemParam)); the schedule builds a dependency graph from those
+/// declarations plus explicit ordering (`before`, `after`, `chain`,
+/// [sets](schedule::SystemSet)), and runs systems that do not conflict at the same time. Every
+/// two conflicting systems are ordered the same way on every run, so the world after a run is
+/// the same with one thread or many. The names used every day are also in the
+/// [`prelude`].
+pub mod schedule {
+    pub use tabula_schedule::*;
+}
 
 /// The README, compiled so that its example runs as a doctest and cannot drift from the code.
 #[doc = include_str!("../../../README.md")]

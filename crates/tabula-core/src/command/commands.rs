@@ -18,7 +18,7 @@ use super::{Command, CommandError, CommandQueue, Fallible};
 /// [applied](CommandQueue::apply).
 ///
 /// ```
-/// use tabula_core::{Commands, CommandQueue, World};
+/// use tabula::{Commands, CommandQueue, World};
 ///
 /// struct Ship;
 /// struct Speed(f32);
@@ -79,7 +79,7 @@ impl<'w, 's> Commands<'w, 's> {
     /// system a lane of its own this way.
     ///
     /// ```
-    /// use tabula_core::{Commands, CommandQueue, World};
+    /// use tabula::{Commands, CommandQueue, World};
     ///
     /// let mut world = World::new();
     /// let (a, b) = (world.add_entity_lane(), world.add_entity_lane());
@@ -205,7 +205,7 @@ fn release_reservation(world: &mut World, entity: Entity) {
 /// Records commands for one entity; from [`Commands::spawn`] or [`Commands::entity`].
 ///
 /// ```
-/// use tabula_core::{Commands, CommandQueue, World};
+/// use tabula::{Commands, CommandQueue, World};
 ///
 /// let mut world = World::new();
 /// let mut queue = CommandQueue::new();
@@ -216,7 +216,7 @@ fn release_reservation(world: &mut World, entity: Entity) {
 /// assert!(queue.apply(&mut world).is_empty());
 /// assert_eq!(world.children(parent)?, &[child]);
 /// assert_eq!(world.get::<u8>(parent), Ok(&7));
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 pub struct EntityCommands<'a> {
     entity: Entity,
@@ -309,7 +309,7 @@ impl<'a> EntityCommands<'a> {
     /// reserved at once, as for [`Commands::spawn`].
     ///
     /// ```
-    /// use tabula_core::{Commands, CommandQueue, World};
+    /// use tabula::{Commands, CommandQueue, World};
     ///
     /// struct Ship;
     /// struct Turret(u8);
@@ -327,7 +327,7 @@ impl<'a> EntityCommands<'a> {
     ///     .id();
     /// assert!(queue.apply(&mut world).is_empty());
     /// assert_eq!(world.children(ship)?, turrets.as_slice());
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     pub fn with_children(&mut self, build: impl FnOnce(&mut ChildBuilder<'_, '_>)) -> &mut Self {
         let mut builder = ChildBuilder {

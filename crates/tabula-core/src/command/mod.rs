@@ -13,7 +13,7 @@
 //!    skipped and reported as a [`CommandError`], never a panic mid-frame.
 //!
 //! ```
-//! use tabula_core::{Commands, CommandQueue, World};
+//! use tabula::{Commands, CommandQueue, World};
 //!
 //! struct Health(u32);
 //!
@@ -24,7 +24,7 @@
 //! assert!(!world.contains(hero)); // not yet: the spawn is deferred
 //! assert!(queue.apply(&mut world).is_empty());
 //! assert_eq!(world.get::<Health>(hero)?.0, 10);
-//! # Ok::<(), tabula_core::EntityError>(())
+//! # Ok::<(), tabula::EntityError>(())
 //! ```
 
 mod commands;
@@ -49,7 +49,7 @@ pub use queue::CommandQueue;
 /// Implement the trait yourself for a command that can fail:
 ///
 /// ```
-/// use tabula_core::{Command, CommandError, CommandQueue, Entity, World};
+/// use tabula::{Command, CommandError, CommandQueue, Entity, World};
 ///
 /// struct Heal(Entity);
 ///

@@ -96,7 +96,7 @@ fn next_key() -> ScopeKey {
 /// too are the same with one thread or many.
 ///
 /// ```
-/// use tabula_core::{ParallelCommandQueue, World};
+/// use tabula::{ParallelCommandQueue, World};
 ///
 /// struct Fuse(u32);
 /// struct Spark;
@@ -104,7 +104,7 @@ fn next_key() -> ScopeKey {
 /// let mut world = World::new();
 /// world.spawn_batch((0..1000).map(|i| (Fuse(i),))).for_each(drop);
 /// let mut queue = ParallelCommandQueue::new();
-/// let mut fuses = world.query::<(tabula_core::Entity, &Fuse)>();
+/// let mut fuses = world.query::<(tabula::Entity, &Fuse)>();
 /// fuses.par_for_each(&mut world, |(entity, fuse)| {
 ///     if fuse.0 % 10 == 0 {
 ///         queue.command_scope(|commands| {

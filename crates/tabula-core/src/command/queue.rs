@@ -63,7 +63,7 @@ unsafe fn consume<C: Command>(
 /// applied are dropped with the queue.
 ///
 /// ```
-/// use tabula_core::{CommandQueue, World};
+/// use tabula::{CommandQueue, World};
 ///
 /// let mut world = World::new();
 /// let mut queue = CommandQueue::new();
@@ -162,7 +162,7 @@ impl CommandQueue {
     /// is left empty.
     ///
     /// ```
-    /// use tabula_core::{CommandQueue, World};
+    /// use tabula::{CommandQueue, World};
     ///
     /// let mut first = CommandQueue::new();
     /// let mut second = CommandQueue::new();
@@ -204,7 +204,7 @@ impl CommandQueue {
     /// is left empty before the panic continues.
     ///
     /// ```
-    /// use tabula_core::{Commands, CommandQueue, World};
+    /// use tabula::{Commands, CommandQueue, World};
     ///
     /// let mut world = World::new();
     /// let gone = world.spawn((1u8,));
@@ -214,7 +214,7 @@ impl CommandQueue {
     /// let errors = queue.apply(&mut world);
     /// assert_eq!(errors.len(), 1);
     /// assert!(errors[0].to_string().starts_with("despawn 0v1 skipped"));
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     ///
     /// # Panics

@@ -634,7 +634,7 @@ unsafe impl<Q: ReadOnlyQueryData> ReadOnlyQueryData for Option<Q> {}
 /// Yields whether the entity has a `T`, without reading it (so it conflicts with nothing).
 ///
 /// ```
-/// use tabula_core::{Has, World};
+/// use tabula::{Has, World};
 /// struct Frozen;
 /// let mut world = World::new();
 /// world.spawn((1u32, Frozen));

@@ -37,7 +37,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// once per row.
     ///
     /// ```
-    /// use tabula_core::{Changed, World};
+    /// use tabula::{Changed, World};
     /// let mut world = World::new();
     /// world.spawn_batch((0..4u32).map(|i| (i, 0.5f32)));
     /// let mut changed = world.query_filtered::<&u32, Changed<u32>>();

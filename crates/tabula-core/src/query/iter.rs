@@ -12,7 +12,7 @@ use crate::world::UnsafeWorldCell;
 /// Items borrow the world for `'w`, so none can outlive the borrow it came from:
 ///
 /// ```compile_fail
-/// use tabula_core::World;
+/// use tabula::World;
 /// let mut world = World::new();
 /// world.spawn((1u32,));
 /// let mut q = world.query::<&u32>();
@@ -24,7 +24,7 @@ use crate::world::UnsafeWorldCell;
 /// and two mutable iterations cannot overlap, because each holds `&mut World`:
 ///
 /// ```compile_fail
-/// use tabula_core::World;
+/// use tabula::World;
 /// let mut world = World::new();
 /// let mut a = world.query::<&mut u32>();
 /// let mut b = world.query::<&mut u32>();

@@ -63,7 +63,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// Calls `f` on every matching item, on all of rayon's threads.
     ///
     /// ```
-    /// use tabula_core::World;
+    /// use tabula::World;
     /// let mut world = World::new();
     /// world.spawn_batch((0..10_000u32).map(|i| (i, 0u64)));
     /// let mut q = world.query::<(&u32, &mut u64)>();

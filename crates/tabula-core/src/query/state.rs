@@ -38,7 +38,7 @@ const NOT_MATCHED: u32 = u32::MAX;
 /// state's previous run.
 ///
 /// ```
-/// use tabula_core::{With, Without, World};
+/// use tabula::{With, Without, World};
 ///
 /// struct Position(f32);
 /// struct Velocity(f32);
@@ -259,7 +259,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// columns are marked changed as a whole, once per call.
     ///
     /// ```
-    /// use tabula_core::World;
+    /// use tabula::World;
     /// let mut world = World::new();
     /// world.spawn_batch((0..10).map(|i| (i as f32, 2.0f64)));
     /// let mut q = world.query::<(&mut f32, &f64)>();
@@ -348,7 +348,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// The items of several distinct entities at once, with mutable access.
     ///
     /// ```
-    /// use tabula_core::{QueryError, World};
+    /// use tabula::{QueryError, World};
     /// let mut world = World::new();
     /// let a = world.spawn((1u32,));
     /// let b = world.spawn((2u32,));
@@ -459,7 +459,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// it works for queries with mutable data through `&World`).
     ///
     /// ```
-    /// use tabula_core::{With, World};
+    /// use tabula::{With, World};
     /// struct Pos(f32);
     /// struct Frozen;
     /// let mut world = World::new();

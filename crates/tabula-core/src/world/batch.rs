@@ -76,7 +76,7 @@ impl World {
     /// not inserted are dropped.
     ///
     /// ```
-    /// use tabula_core::{EntityError, World};
+    /// use tabula::{EntityError, World};
     ///
     /// #[derive(Debug, PartialEq)]
     /// struct Frozen(u32);
@@ -207,7 +207,7 @@ impl World {
     /// the first such entity (and the component).
     ///
     /// ```
-    /// use tabula_core::{EntityError, World};
+    /// use tabula::{EntityError, World};
     ///
     /// #[derive(Debug, PartialEq)]
     /// struct Frozen(u32);

@@ -13,13 +13,13 @@ use super::World;
 /// A read-only view of one live entity, from [`World::entity`].
 ///
 /// ```
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// let e = world.spawn((3u8, "name"));
 /// let view = world.entity(e)?;
 /// assert_eq!(view.get::<u8>(), Some(&3));
 /// assert!(!view.has::<f32>());
 /// assert_eq!(view.component_names().count(), 2);
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct EntityRef<'w> {
@@ -75,7 +75,7 @@ impl std::fmt::Debug for EntityRef<'_> {
 /// A mutable view of one live entity, from [`World::entity_mut`].
 ///
 /// ```
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// let e = world.spawn((1u32,));
 /// let mut view = world.entity_mut(e)?;
 /// *view.get_mut::<u32>().unwrap() += 1;
@@ -83,7 +83,7 @@ impl std::fmt::Debug for EntityRef<'_> {
 /// assert_eq!(view.remove::<(u32,)>()?, (2,));
 /// view.despawn();
 /// assert!(!world.contains(e));
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 pub struct EntityMut<'w> {
     world: &'w mut World,

@@ -18,12 +18,12 @@ impl World {
     /// and the old values dropped.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.spawn((1u32,));
     /// world.insert(e, (2u32, "tag"))?;
     /// assert_eq!(world.get::<u32>(e), Ok(&2));
     /// assert_eq!(world.get::<&str>(e), Ok(&"tag"));
-    /// # Ok::<(), tabula_core::EntityError>(())
+    /// # Ok::<(), tabula::EntityError>(())
     /// ```
     ///
     /// # Errors
@@ -232,7 +232,7 @@ impl World {
     /// as [`remove_parent`](Self::remove_parent) and `despawn` do.
     ///
     /// ```
-    /// let mut world = tabula_core::World::new();
+    /// let mut world = tabula::World::new();
     /// let e = world.spawn((1u32, 2.5f64));
     /// assert_eq!(world.remove::<(f64,)>(e), Ok((2.5,)));
     /// assert!(world.remove::<(f64,)>(e).is_err());

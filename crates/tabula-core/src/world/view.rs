@@ -27,10 +27,10 @@ use super::{World, missing, tick_now};
 /// list costs, where [`World::get`] also searches the archetype for `T`'s column.
 ///
 /// ```
-/// use tabula_core::{EntityError, World};
+/// use tabula::{EntityError, World};
 ///
 /// struct Position(f32);
-/// struct Target(tabula_core::Entity);
+/// struct Target(tabula::Entity);
 ///
 /// let mut world = World::new();
 /// let a = world.spawn((Position(1.0),));
@@ -47,7 +47,7 @@ use super::{World, missing, tick_now};
 /// The view borrows the world, so nothing can change it while the view is in use:
 ///
 /// ```compile_fail
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// let e = world.spawn((1u32,));
 /// let view = world.view::<u32>();
 /// world.despawn(e).unwrap(); // error: `world` is borrowed by `view`
@@ -155,10 +155,10 @@ impl<'w, T: Component> View<'w, T> {
 /// view, so two items never alias.
 ///
 /// ```
-/// use tabula_core::{EntityError, World};
+/// use tabula::{EntityError, World};
 ///
 /// struct Health(u32);
-/// struct Target(tabula_core::Entity);
+/// struct Target(tabula::Entity);
 ///
 /// let mut world = World::new();
 /// let enemy = world.spawn((Health(10),));
@@ -172,7 +172,7 @@ impl<'w, T: Component> View<'w, T> {
 /// ```
 ///
 /// ```compile_fail
-/// let mut world = tabula_core::World::new();
+/// let mut world = tabula::World::new();
 /// let a = world.spawn((1u32,));
 /// let mut view = world.view_mut::<u32>();
 /// let first = view.get_mut(a).unwrap();

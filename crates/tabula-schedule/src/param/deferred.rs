@@ -55,8 +55,7 @@ unsafe impl SystemParam for Commands<'_, '_> {
 /// rows, so the world (spawned ids included) is the same with one thread or many.
 ///
 /// ```
-/// use tabula_core::{Entity, World};
-/// use tabula_schedule::prelude::*;
+/// use tabula::prelude::*;
 ///
 /// struct Fuse(u32);
 /// struct Spark(Entity);
@@ -130,8 +129,7 @@ unsafe impl SystemParam for ParallelCommands<'_> {
 /// reader, during the run it was sent in and the next one.
 ///
 /// ```
-/// use tabula_core::World;
-/// use tabula_schedule::prelude::*;
+/// use tabula::prelude::*;
 ///
 /// struct Hit(u32);
 /// #[derive(Default)]

@@ -373,8 +373,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     /// them does not match.
     ///
     /// ```
-    /// use tabula_schedule::prelude::*;
-    /// use tabula_core::{Entity, World};
+    /// use tabula::prelude::*;
     ///
     /// struct Pos(f32);
     /// struct Link(Entity, Entity);
@@ -466,8 +465,7 @@ impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &Query<'w, '
 /// `for item in &mut query`: [`Query::iter_mut`].
 ///
 /// ```
-/// use tabula_schedule::prelude::*;
-/// use tabula_core::World;
+/// use tabula::prelude::*;
 ///
 /// struct Health(u32);
 ///
@@ -531,8 +529,7 @@ fn resource_access(
 /// changed since the system's last run.
 ///
 /// ```
-/// use tabula_schedule::prelude::*;
-/// use tabula_core::World;
+/// use tabula::prelude::*;
 ///
 /// #[derive(Default)]
 /// struct Score(u32);

@@ -19,12 +19,11 @@ use super::{RunTicks, SystemMeta, SystemParam};
 /// reads it. A removal by a command is logged when the command is applied.
 ///
 /// ```
-/// use tabula_core::World;
-/// use tabula_schedule::prelude::*;
+/// use tabula::prelude::*;
 ///
 /// struct Shield;
 /// #[derive(Default)]
-/// struct Broken(Vec<tabula_core::Entity>);
+/// struct Broken(Vec<tabula::Entity>);
 ///
 /// fn notice(mut removed: RemovedComponents<Shield>, mut broken: ResMut<Broken>) {
 ///     broken.0.extend(removed.read());
@@ -41,7 +40,7 @@ use super::{RunTicks, SystemMeta, SystemParam};
 /// schedule.run(&mut world);
 /// schedule.run(&mut world); // seen once
 /// assert_eq!(world.resource::<Broken>().unwrap().0, [knight]);
-/// # Ok::<(), tabula_core::EntityError>(())
+/// # Ok::<(), tabula::EntityError>(())
 /// ```
 pub struct RemovedComponents<'w, 's, T: Component> {
     log: &'w Events<Entity>,
