@@ -164,7 +164,7 @@ impl World {
     /// bit-identical to the recorded run whatever other worlds the process made first.
     ///
     /// ```
-    /// use tabula_core::{EntityError, World};
+    /// use tabula::{EntityError, World};
     ///
     /// let mut a = World::with_tag(1);
     /// let mut b = World::with_tag(2);
