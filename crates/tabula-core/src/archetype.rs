@@ -41,6 +41,9 @@ pub struct Archetype {
     /// Some component here has its removals logged, so a despawn from this archetype records
     /// the entity ([`World::track_removals`](crate::World::track_removals)).
     pub(crate) logs_removals: bool,
+    /// Some component here has a remove hook, so a despawn from this archetype calls it first
+    /// (see `world/hooks.rs`).
+    pub(crate) hooked: bool,
 }
 
 impl Archetype {
@@ -60,6 +63,7 @@ impl Archetype {
         let mut table = Table::new(infos.clone());
         table.index_slots(slots.map(|slot| slot.column));
         let logs_removals = components.iter().any(|&c| registry.info(c).logs_removals());
+        let hooked = components.iter().any(|&c| registry.info(c).has_remove_hook());
         Self {
             slots,
             overflowed,
@@ -70,6 +74,7 @@ impl Archetype {
             by_type,
             edges: Edges::default(),
             logs_removals,
+            hooked,
         }
     }
 

@@ -39,6 +39,9 @@ pub struct ComponentInfo {
     type_id: TypeId,
     /// Removals of this component are logged ([`World::track_removals`](crate::World::track_removals)).
     logs_removals: bool,
+    /// The component has a remove hook (see `world/hooks.rs`): an entity losing it, by a
+    /// removal or a despawn, calls the hook first.
+    has_remove_hook: bool,
 }
 
 impl ComponentInfo {
@@ -66,6 +69,11 @@ impl ComponentInfo {
     /// component: from then on the world logs every entity that loses it.
     pub fn logs_removals(&self) -> bool {
         self.logs_removals
+    }
+
+    /// True when an entity losing this component calls a remove hook first.
+    pub(crate) fn has_remove_hook(&self) -> bool {
+        self.has_remove_hook
     }
 
     /// Drops a value in place; `None` when the type needs no drop.
@@ -105,6 +113,7 @@ impl Components {
             drop: std::mem::needs_drop::<T>().then_some(drop_erased::<T> as unsafe fn(*mut u8)),
             type_id,
             logs_removals: false,
+            has_remove_hook: false,
         });
         self.by_type.insert(type_id, id);
         id
@@ -124,6 +133,11 @@ impl Components {
     /// Marks `id`'s removals as logged (see [`ComponentInfo::logs_removals`]).
     pub(crate) fn set_logs_removals(&mut self, id: ComponentId) {
         self.infos[id.index()].logs_removals = true;
+    }
+
+    /// Marks component `id` as having a remove hook (see `world/hooks.rs`).
+    pub(crate) fn set_has_remove_hook(&mut self, id: ComponentId) {
+        self.infos[id.index()].has_remove_hook = true;
     }
 
     /// How many component types are registered.

@@ -9,8 +9,9 @@
 //! * [`World::remove_parent`] makes a child a root again.
 //! * [`World::despawn_recursive`] despawns an entity with all its descendants.
 //! * Plain [`World::despawn`] keeps the relation consistent too: a despawned child leaves its
-//!   parent's `Children`, and the children of a despawned parent become roots. For entities
-//!   with neither component this costs one check of the archetype's component set.
+//!   parent's `Children`, and the children of a despawned parent become roots. (This module
+//!   gives both components remove hooks; for entities with neither component a despawn
+//!   tests one archetype flag.)
 //!
 //! * [`World::remove`] of either component keeps the relation too: a removed `Parent`
 //!   leaves its parent's `Children`, and the children of a removed `Children` become roots.
@@ -41,14 +42,38 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::any::{TypeId, type_name};
 use std::fmt;
 use std::ops::Deref;
 
-use crate::bundle::Bundle;
+use crate::command::CommandQueue;
 use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::world::World;
+
+/// Gives `Parent` and `Children` the remove hooks that keep the two sides in step (see
+/// `world/hooks.rs`): every world does this when it is made.
+pub(crate) fn install_hooks(world: &mut World) {
+    world.set_remove_hook::<Parent>(parent_removed);
+    world.set_remove_hook::<Children>(children_removed);
+}
+
+/// `Parent`'s remove hook: the entity leaves its parent's `Children` (emptied, it goes).
+fn parent_removed(world: &World, entity: Entity, deferred: &mut CommandQueue) {
+    if let Ok(&Parent(parent)) = world.get::<Parent>(entity) {
+        deferred.push(move |world: &mut World| world.remove_from_children(parent, entity));
+    }
+}
+
+/// `Children`'s remove hook: each listed child whose `Parent` is still the entity becomes a
+/// root.
+fn children_removed(world: &World, entity: Entity, deferred: &mut CommandQueue) {
+    if let Ok(children) = world.get::<Children>(entity)
+        && !children.is_empty()
+    {
+        let children = children.0.clone();
+        deferred.push(move |world: &mut World| world.orphan(entity, &children));
+    }
+}
 
 /// The component pointing from a child to its parent. Set with [`World::set_parent`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,60 +170,6 @@ impl std::error::Error for HierarchyError {
             Self::Cycle { .. } => None,
         }
     }
-}
-
-/// True when bundle `B` holds a [`Parent`] or [`Children`]; a constant once inlined.
-#[inline(always)]
-pub(crate) fn in_hierarchy<B: Bundle>() -> bool {
-    B::has_type(TypeId::of::<Parent>()) || B::has_type(TypeId::of::<Children>())
-}
-
-/// `"Parent"` or `"Children"` when `T` is that component, else `None`; a constant once
-/// inlined. Mutable access to either is refused outside this module.
-#[inline(always)]
-pub(crate) fn hierarchy_component<T: 'static>() -> Option<&'static str> {
-    if TypeId::of::<T>() == TypeId::of::<Parent>() {
-        Some("Parent")
-    } else if TypeId::of::<T>() == TypeId::of::<Children>() {
-        Some("Children")
-    } else {
-        None
-    }
-}
-
-/// Panics for mutable access to `Parent` or `Children` asked for by `what` (a query term or
-/// a view): a mistake in the calling code.
-#[cold]
-#[track_caller]
-pub(crate) fn hierarchy_write_refused(component: &str, what: &str) -> ! {
-    panic!(
-        "{what} asks to write `{component}`, which changes only through World::set_parent, \
-         remove_parent and despawn_recursive (or the matching commands), so that Parent and \
-         Children stay in step; read it with `&{component}` instead"
-    )
-}
-
-/// The error for inserting bundle `B` (which holds `Parent` or `Children`) on `entity`.
-#[cold]
-pub(crate) fn hierarchy_refused<B: Bundle>(entity: Entity) -> EntityError {
-    let component = if B::has_type(TypeId::of::<Parent>()) {
-        "Parent"
-    } else {
-        "Children"
-    };
-    EntityError::HierarchyComponent { entity, component }
-}
-
-/// Panics for a spawn of bundle `B`, which holds `Parent` or `Children`.
-#[cold]
-#[track_caller]
-pub(crate) fn hierarchy_spawn_refused<B: Bundle>() -> ! {
-    panic!(
-        "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
-         World::set_parent and the other hierarchy methods; spawn the entity without it, then \
-         call set_parent",
-        type_name::<B>()
-    )
 }
 
 impl World {
@@ -315,54 +286,6 @@ impl World {
             std::panic::resume_unwind(payload);
         }
         Ok(())
-    }
-
-    /// Keeps the hierarchy consistent when `entity` is about to be despawned: it leaves its
-    /// parent's [`Children`], and its children lose their [`Parent`]. Called by
-    /// [`World::despawn`] before the entity is freed.
-    ///
-    /// Despawn is a hot path: for an entity with neither component this is one location
-    /// lookup and two scans of its archetype's (short) component-type list.
-    #[inline]
-    pub(crate) fn detach_hierarchy(&mut self, entity: Entity) {
-        let Some(location) = self.entities().get(entity) else {
-            return;
-        };
-        let archetype = self.archetype_at(location);
-        if archetype.has::<Parent>() || archetype.has::<Children>() {
-            self.detach_hierarchy_slow(entity);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn detach_hierarchy_slow(&mut self, entity: Entity) {
-        if let Ok(&Parent(parent)) = self.get::<Parent>(entity) {
-            self.remove_from_children(parent, entity);
-        }
-        let children = match self.get_mut_raw::<Children>(entity) {
-            Ok(mut children) => std::mem::take(&mut children.0),
-            Err(_) => return,
-        };
-        self.orphan(entity, &children);
-    }
-
-    /// The bookkeeping of a [`World::remove`] whose bundle held a [`Parent`] or [`Children`]
-    /// (given here, taken off `entity` already): the other side of each link is cut.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn detach_removed(
-        &mut self,
-        entity: Entity,
-        parent: Option<Parent>,
-        children: Option<&Children>,
-    ) {
-        if let Some(Parent(parent)) = parent {
-            self.remove_from_children(parent, entity);
-        }
-        if let Some(children) = children {
-            self.orphan(entity, &children.0);
-        }
     }
 
     /// Takes the `Parent` off each of `children` that names `entity`: they become roots.

@@ -13,6 +13,7 @@
 
 mod batch;
 mod entity_ref;
+pub(crate) mod hooks;
 mod spawn_batch;
 mod structural;
 mod unsafe_cell;
@@ -81,6 +82,8 @@ pub struct World {
     /// last clamp, so that the check every structural operation makes is one comparison
     /// (callgrind: two instructions fewer per insert or remove).
     next_check_tick: u64,
+    /// Component hooks and the commands they recorded (see [`hooks`]).
+    hooks: hooks::Hooks,
 }
 
 /// Identifies one [`World`], so state built for one world is never used with another.
@@ -179,7 +182,7 @@ impl World {
 
     fn with_id_and_tag(id: WorldId, tag: u8) -> Self {
         let components = Components::default();
-        Self {
+        let mut world = Self {
             entities: Entities::with_tag(tag),
             archetypes: Archetypes::new(&components),
             components,
@@ -190,7 +193,10 @@ impl World {
             change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
             next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
-        }
+            hooks: hooks::Hooks::default(),
+        };
+        crate::hierarchy::install_hooks(&mut world);
+        world
     }
 
     /// Creates an entity with the components of `bundle` and returns its id.
@@ -252,8 +258,8 @@ impl World {
     /// The edge from the empty archetype that a spawn of `B` follows.
     #[track_caller]
     fn spawn_edge<B: Bundle>(&mut self) -> usize {
-        if crate::hierarchy::in_hierarchy::<B>() {
-            crate::hierarchy::hierarchy_spawn_refused::<B>();
+        if hooks::managed_in::<B>().is_some() {
+            hooks::spawn_refused::<B>();
         }
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         self.archetypes
@@ -296,8 +302,14 @@ impl World {
     /// an error rather than a double free.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
-        // Before the id is freed: may move other rows, and needs the entity's components.
-        self.detach_hierarchy(entity);
+        let location = self.location(entity)?;
+        if self.archetype_at(location).hooked {
+            // The remove hooks see the entity whole, and their commands run before any of
+            // its values is dropped, so a panicking `Drop` cannot leave them undone. They
+            // may move rows (the entity's too), so the slot is looked up again below.
+            self.call_remove_hooks(entity, hooks::Losing::Everything { location });
+            self.apply_hook_commands();
+        }
         let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
         let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
         if archetype.logs_removals {
@@ -478,7 +490,7 @@ impl World {
     #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
         // A constant once inlined.
-        if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
+        if let Some(component) = hooks::managed::<T>() {
             return Err(EntityError::HierarchyComponent { entity, component });
         }
         self.get_mut_raw(entity)
@@ -653,7 +665,7 @@ impl World {
         if !self.components.info(id).logs_removals() {
             self.components.set_logs_removals(id);
             self.archetypes
-                .log_removals_of(&self.components, &self.bundles, id);
+                .component_flags_changed(&self.components, &self.bundles, id);
             self.removals.start(id);
         }
     }

@@ -104,20 +104,26 @@ pub(crate) struct RemoveEdge {
     /// The bundle's components whose removals are logged
     /// ([`World::track_removals`](crate::World::track_removals)).
     pub(crate) logged: Box<[ComponentId]>,
-    /// `missing` is set or `logged` is not empty: the one test the hot path makes for both,
-    /// so that logging costs nothing while no component is tracked.
+    /// The bundle's components with a remove hook (see `world/hooks.rs`).
+    pub(crate) hooked: Box<[ComponentId]>,
+    /// `missing` is set, or `logged` or `hooked` is not empty: the one test the hot path
+    /// makes for all three, so that logging and hooks cost nothing where no component of the
+    /// bundle has them.
     pub(crate) unusual: bool,
     /// The bundle, to recompute `logged` when another component starts being tracked.
     bundle: BundleId,
 }
 
 impl RemoveEdge {
-    /// Recomputes `logged` and `unusual` from the registry's tracked components.
-    fn set_logged(&mut self, registry: &Components, bundle: &BundleInfo) {
+    /// Recomputes `logged`, `hooked` and `unusual` from the registry's flags.
+    fn set_flags(&mut self, registry: &Components, bundle: &BundleInfo) {
         self.logged = (bundle.fields.iter().copied())
             .filter(|&c| registry.info(c).logs_removals())
             .collect();
-        self.unusual = self.missing.is_some() || !self.logged.is_empty();
+        self.hooked = (bundle.fields.iter().copied())
+            .filter(|&c| registry.info(c).has_remove_hook())
+            .collect();
+        self.unusual = self.missing.is_some() || !self.logged.is_empty() || !self.hooked.is_empty();
     }
 }
 
@@ -379,31 +385,37 @@ impl Archetypes {
             bundle_columns,
             missing,
             logged: Box::new([]),
+            hooked: Box::new([]),
             unusual: false,
             bundle: bundle.id,
         };
-        edge.set_logged(registry, bundle);
+        edge.set_flags(registry, bundle);
         let index = self.remove_edges.len();
         self.remove_edges.push(edge);
         store(&mut self.archetypes.edges_mut(source).remove, bundle.id, index);
         index
     }
 
-    /// Brings the archetypes' and remove edges' logging flags up to date after `component`
-    /// started being tracked in `registry` (see [`World::track_removals`](crate::World::track_removals)).
-    pub(crate) fn log_removals_of(
+    /// Brings the archetypes' and remove edges' flags up to date after `component` started
+    /// being tracked or got a remove hook in `registry` (see
+    /// [`World::track_removals`](crate::World::track_removals) and `world/hooks.rs`).
+    pub(crate) fn component_flags_changed(
         &mut self,
         registry: &Components,
         bundles: &Bundles,
         component: ComponentId,
     ) {
+        let info = registry.info(component);
         for archetype in self.archetypes.all_mut() {
-            archetype.logs_removals |= archetype.column_of(component).is_some();
+            if archetype.column_of(component).is_some() {
+                archetype.logs_removals |= info.logs_removals();
+                archetype.hooked |= info.has_remove_hook();
+            }
         }
         for edge in &mut self.remove_edges {
             let bundle = &bundles.infos[edge.bundle];
             if bundle.fields.contains(&component) {
-                edge.set_logged(registry, bundle);
+                edge.set_flags(registry, bundle);
             }
         }
     }

@@ -429,8 +429,8 @@ macro_rules! write_term {
             type Fetch<'w> = WriteFetch<'w, T>;
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
-                if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
-                    crate::hierarchy::hierarchy_write_refused(component, "a query term");
+                if let Some(component) = crate::world::hooks::managed::<T>() {
+                    crate::world::hooks::write_refused(component, "a query term");
                 }
                 access.add_with(*id);
                 access.add_write(*id)

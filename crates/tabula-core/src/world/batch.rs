@@ -16,7 +16,6 @@ use crate::archetype::{InsertEdge, pair_mut};
 use crate::bundle::Bundle;
 use crate::entity::Entity;
 use crate::error::EntityError;
-use crate::hierarchy::{hierarchy_refused, in_hierarchy};
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
 
@@ -101,10 +100,10 @@ impl World {
     {
         self.flush();
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
-        if in_hierarchy::<B>()
+        if let Some(component) = super::hooks::managed_in::<B>()
             && let Some(&(entity, _)) = batch.first()
         {
-            return Err(hierarchy_refused::<B>(entity));
+            return Err(super::hooks::insert_refused(entity, component));
         }
         let mut rows = BatchRows::new(0);
         let whole = match self.table_in_order(batch.iter().map(|&(entity, _)| entity)) {
@@ -230,10 +229,11 @@ impl World {
     pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
         self.flush();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
-        // Removing `Parent` or `Children` has bookkeeping to do per entity: such batches take
-        // the one-entity path after the checks.
-        let in_hierarchy = in_hierarchy::<B>();
-        if !in_hierarchy && let Some(source) = self.table_in_order(entities.iter().copied()) {
+        // A bundle with a remove hook (see `hooks`) takes the one-entity path after the checks,
+        // with every hook called before the first removal.
+        let hooked =
+            (self.bundles.infos[bundle].fields.iter()).any(|&c| self.components.info(c).has_remove_hook());
+        if !hooked && let Some(source) = self.table_in_order(entities.iter().copied()) {
             let edge = self
                 .archetypes
                 .remove_edge(&self.components, source, &self.bundles, bundle);
@@ -250,6 +250,8 @@ impl World {
         let mut rows = BatchRows::new(entities.len());
         // The edge of the previous entity's archetype: batches tend to come from one.
         let mut last: Option<(ArchetypeId, usize)> = None;
+        // With hooks, each entity's edge.
+        let mut edges = Vec::with_capacity(if hooked { entities.len() } else { 0 });
         for (i, &entity) in entities.iter().enumerate() {
             let location = self.location(entity)?;
             if let Some(field) = first_field
@@ -270,24 +272,29 @@ impl World {
                 return Err(EntityError::MissingComponent { entity, component });
             }
             rows.push(location, i == 0);
+            if hooked {
+                edges.push(edge);
+            }
         }
-        if !in_hierarchy
+        if !hooked
             && let Some(source) = rows.whole_table(self)
             && let Some((_, edge)) = last
             && self.archetypes.remove_edges[edge].target != source
         {
             return Ok(self.remove_whole_table(source, edge, entities, &rows.rows));
         }
+        // Every hook sees the world as the checks did (hooks only read); their commands run
+        // after every removal, so that one entity's cannot take a component another entity
+        // of the batch was checked to have.
+        for (&entity, &edge) in entities.iter().zip(&edges) {
+            self.call_remove_hooks(entity, super::hooks::Losing::Bundle { edge });
+        }
         // Checked above: none of these can fail.
         let removed: Vec<B> = (entities.iter())
             .map(|&entity| self.remove_raw::<B>(entity))
             .collect::<Result<_, _>>()?;
-        if in_hierarchy {
-            // After every removal, so that cutting one entity's links cannot take a component
-            // another entity of the batch was checked to have.
-            for (&entity, bundle) in entities.iter().zip(&removed) {
-                self.detach_removed(entity, bundle.field().copied(), bundle.field());
-            }
+        if hooked {
+            self.apply_hook_commands();
         }
         Ok(removed)
     }

@@ -6,12 +6,12 @@ use crate::change::Tick;
 use crate::component::Component;
 use crate::entity::{Entities, Entity};
 use crate::error::EntityError;
-use crate::hierarchy::{Children, Parent, hierarchy_refused, in_hierarchy};
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
 use crate::storage::Table;
 
 use super::World;
+use super::hooks;
 
 impl World {
     /// Adds the components of `bundle` to `entity`. Components it already has are replaced
@@ -37,8 +37,8 @@ impl World {
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         // A constant once inlined: free for every other bundle.
-        if in_hierarchy::<B>() {
-            return Err(hierarchy_refused::<B>(entity));
+        if let Some(component) = hooks::managed_in::<B>() {
+            return Err(hooks::insert_refused(entity, component));
         }
         self.insert_raw(entity, bundle)
     }
@@ -241,26 +241,21 @@ impl World {
     // Always inlined, as `insert`.
     #[inline(always)]
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
-        let removed = self.remove_raw::<B>(entity)?;
-        // A constant once inlined, as in `insert`.
-        if in_hierarchy::<B>() {
-            self.detach_removed(
-                entity,
-                removed.field::<Parent>().copied(),
-                removed.field::<Children>(),
-            );
+        // A bundle with a hooked component never takes the fast path (its edge is `unusual`).
+        match self.try_remove_in_room::<B>(entity) {
+            Some(removed) => Ok(removed),
+            None => self.remove_general::<B, true>(entity),
         }
-        Ok(removed)
     }
 
-    /// [`remove`](Self::remove) without the hierarchy bookkeeping, for the hierarchy methods.
-    /// As [`insert_raw`](Self::insert_raw), the common case runs inline without a call and
-    /// the rest out of line.
+    /// [`remove`](Self::remove) without the remove hooks (see [`hooks`]), for the hooks'
+    /// owners. As [`insert_raw`](Self::insert_raw), the common case runs inline without a
+    /// call and the rest out of line.
     #[inline(always)]
     pub(crate) fn remove_raw<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         match self.try_remove_in_room::<B>(entity) {
             Some(removed) => Ok(removed),
-            None => self.remove_general::<B>(entity),
+            None => self.remove_general::<B, false>(entity),
         }
     }
 
@@ -294,8 +289,9 @@ impl World {
 
     /// Every removal [`try_remove_in_room`](Self::try_remove_in_room) leaves. Out of line,
     /// as [`insert_general`](Self::insert_general).
+    /// With `HOOKS`, the remove hooks of the bundle's components are called first.
     #[inline(never)]
-    fn remove_general<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+    fn remove_general<B: Bundle, const HOOKS: bool>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
         // SAFETY: a live entity's location names an existing archetype.
@@ -305,10 +301,19 @@ impl World {
         };
         // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
         let edge_ref = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
-        // One test for both rare cases: a missing component, and tracked removals.
+        // One test for the three rare cases: a missing component, hooks, tracked removals.
         if edge_ref.unusual {
             if let Some(component) = edge_ref.missing {
                 return Err(EntityError::MissingComponent { entity, component });
+            }
+            if HOOKS && !edge_ref.hooked.is_empty() {
+                // The hooks see the entity whole and only read, so the removal below finds
+                // everything as it was; their commands run once the bundle is out (it is
+                // handed to the caller, so no value is dropped before them).
+                self.call_remove_hooks(entity, hooks::Losing::Bundle { edge });
+                let removed = self.remove_general::<B, false>(entity);
+                self.apply_hook_commands();
+                return removed;
             }
             // Nothing can fail from here on, so the entity is logged before it moves.
             self.removals.record(&edge_ref.logged, &[entity]);

@@ -206,8 +206,8 @@ impl World {
     /// hierarchy methods change.
     #[track_caller]
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
-        if let Some(component) = crate::hierarchy::hierarchy_component::<T>() {
-            crate::hierarchy::hierarchy_write_refused(component, "World::view_mut");
+        if let Some(component) = super::hooks::managed::<T>() {
+            super::hooks::write_refused(component, "World::view_mut");
         }
         let ticks = RunTicks {
             last_run: self.last_change_tick,
