@@ -7,7 +7,7 @@
 use super::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, BundleId, BundleInfo, BundleKey, Bundles, LastBundle};
 use crate::component::{ComponentId, Components};
-use crate::storage::NO_COLUMN;
+use crate::storage::{NO_COLUMN, Table};
 
 const NO_EDGE: u32 = u32::MAX;
 
@@ -128,10 +128,8 @@ impl RemoveEdge {
 }
 
 fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
-    from.component_ids()
-        .iter()
-        .enumerate()
-        .map(|(column, &c)| from.table.move_entry(column, to.column_of(c)))
+    (from.component_ids().iter())
+        .map(|&c| Table::move_entry(to.column_of(c)))
         .collect()
 }
 

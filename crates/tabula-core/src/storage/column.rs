@@ -33,6 +33,9 @@ pub(crate) struct Column {
     ticks: NonNull<ComponentTicks>,
     /// Written through shared references by queries that hold a write access to the column.
     changed_floor: UnsafeCell<Option<Tick>>,
+    /// The value size has an inline copy (see [`has_inline_move`](Self::has_inline_move)),
+    /// decided once, so that a move tests one flag.
+    inline_move: bool,
 }
 
 // SAFETY: a column owns values of one component type, and components are `Send + Sync`
@@ -177,6 +180,12 @@ unsafe fn move_other(data: *mut u8, size: usize, row: usize, last: usize, dst: O
 /// bytes), a few words (12 to 40), and larger values up to a 4x4 `f32` matrix (64).
 const OTHER_INLINE: [usize; 12] = [1, 2, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64];
 
+/// True when values of `size` bytes are copied inline on a move: 0, 4, 8 and
+/// [`OTHER_INLINE`].
+fn inline_size(size: usize) -> bool {
+    matches!(size, 0 | 4 | 8) || OTHER_INLINE.contains(&size)
+}
+
 /// The copies of [`move_other`] for a constant size.
 ///
 /// # Safety
@@ -239,6 +248,7 @@ impl Column {
             data: dangling(info.layout().align()),
             ticks: NonNull::dangling(),
             changed_floor: UnsafeCell::new(None),
+            inline_move: inline_size(info.layout().size()),
         }
     }
 
@@ -385,8 +395,7 @@ impl Column {
     /// bytes), which cover most components, are copied inline; others take `move_out` and
     /// `refill`, which call `memcpy`. Tested when a move map is built, not per move.
     pub(crate) fn has_inline_move(&self) -> bool {
-        let size = self.item.size();
-        matches!(size, 0 | 4 | 8) || OTHER_INLINE.contains(&size)
+        self.inline_move
     }
 
     /// [`move_out`](Self::move_out) for the common case, a column with an inline move and
@@ -405,8 +414,9 @@ impl Column {
         dst_row: usize,
     ) -> bool {
         debug_assert_eq!(self.item, dst.item);
-        // `|`, not `||`: one branch for both floors.
-        if self.changed_floor.get_mut().is_some() | dst.changed_floor.get_mut().is_some() {
+        // `|`, not `||`: one branch for the three tests.
+        if !self.inline_move | self.changed_floor.get_mut().is_some() | dst.changed_floor.get_mut().is_some()
+        {
             return false;
         }
         // SAFETY: the caller's contract; `dst` is another column of the same type, and
@@ -421,9 +431,13 @@ impl Column {
     /// # Safety
     /// As for `refill`; and the column [`has_inline_move`](Self::has_inline_move).
     #[inline(always)]
-    pub(crate) unsafe fn refill_inline(&mut self, row: usize, last: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { self.move_inline(row, last, None) }
+    pub(crate) unsafe fn try_refill_inline(&mut self, row: usize, last: usize) -> bool {
+        if !self.inline_move {
+            return false;
+        }
+        // SAFETY: the caller's contract, and the column has an inline move.
+        unsafe { self.move_inline(row, last, None) };
+        true
     }
 
     /// The copies of [`try_move_out`](Self::try_move_out) (with a target) and

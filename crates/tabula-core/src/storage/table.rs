@@ -13,64 +13,6 @@ use super::{Column, drop_each};
 /// Marks a column with no counterpart in a move's destination table.
 pub(crate) const NO_COLUMN: u32 = u32::MAX;
 
-/// A move map entry (see [`Table::move_entry`]) is one `u32` that the move loop tests as
-/// little as it can:
-///
-/// * the common case, a column with an inline move (see [`Column::has_inline_move`]) to a
-///   destination column, is that column's [`move_target`], whose sign bit is clear;
-/// * every other entry has the sign bit set, and [`GENERAL_MOVE`] tells whether the column's
-///   values take the general path, out of line (a value size without an inline copy). A
-///   column with an inline move and no destination is [`INLINE_REFILL`]; one with the general
-///   move is `SIGN | GENERAL_MOVE | target`, with [`NO_COLUMN`] for no destination (a
-///   `move_target` has neither of those two bits set, and no `move_target` has all the
-///   bits in between set either: the columns take fewer than `2^31` bytes).
-///
-/// So a moved column costs one test of the sign, and a removed one a second test.
-const SIGN: u32 = 1 << 31;
-/// See [`SIGN`]. A [`move_target`] is a multiple of the (even) size of a `Column`, so its
-/// low bit is free.
-const GENERAL_MOVE: u32 = 1;
-const _: () = assert!(size_of::<Column>().is_multiple_of(2));
-/// See [`SIGN`].
-const INLINE_REFILL: u32 = NO_COLUMN & !GENERAL_MOVE;
-// The two entries without a target carry the sign bit that `move_row` tests.
-const _: () = assert!(NO_COLUMN & SIGN != 0 && INLINE_REFILL & SIGN != 0);
-
-/// The entry of a move map naming destination column `index`: the column's byte offset in its
-/// table's column array, so that the move loop adds it to the array's address instead of
-/// multiplying (callgrind: one instruction fewer per moved column). Below `2^31 - 1` for
-/// every column (table invariant).
-fn move_target(index: usize) -> u32 {
-    u32::try_from(index * size_of::<Column>()).expect("too many columns in one table")
-}
-
-/// The move map entry (see [`SIGN`]) of a column whose values move inline or not, to
-/// destination column `target` or nowhere.
-fn encode_entry(inline: bool, target: Option<usize>) -> u32 {
-    match (inline, target) {
-        (true, Some(target)) => move_target(target),
-        (true, None) => INLINE_REFILL,
-        (false, Some(target)) => SIGN | GENERAL_MOVE | move_target(target),
-        (false, None) => NO_COLUMN,
-    }
-}
-
-/// The [`move_target`] (byte offset) of the destination column a move map entry names, if
-/// any.
-#[inline]
-fn target_offset(entry: u32) -> Option<usize> {
-    if entry == INLINE_REFILL || entry == NO_COLUMN {
-        None
-    } else {
-        Some((entry & !(SIGN | GENERAL_MOVE)) as usize)
-    }
-}
-
-/// The index of the destination column a move map entry names, if any.
-fn target_index(entry: u32) -> Option<usize> {
-    target_offset(entry).map(|offset| offset / size_of::<Column>())
-}
-
 /// The rows of one archetype.
 ///
 /// All columns live in one allocation, `block` (laid out by [`Column::extend_layout`]): one
@@ -83,8 +25,6 @@ fn target_index(entry: u32) -> Option<usize> {
 ///   and `entities` has room for `capacity` ids (`grow` reserves both together);
 /// * rows `0..entities.len()` are initialised in every column, and nothing past them is;
 /// * row `r` of every column belongs to `entities[r]`;
-/// * the columns take fewer than `2^31` bytes, so no [`move_target`] has the sign bit of a
-///   `u32` set, nor all of the bits below it (see [`SIGN`]; `move_row` tests the sign bit).
 pub struct Table {
     entities: Vec<Entity>,
     columns: Box<[Column]>,
@@ -160,8 +100,10 @@ impl Table {
     /// The entry of a move map (see [`move_row`](Self::move_row)) for this table's column
     /// `column`, whose values move to the destination table's column `target`, or nowhere
     /// (`None`: the destination lacks the component).
-    pub(crate) fn move_entry(&self, column: usize, target: Option<usize>) -> u32 {
-        encode_entry(self.columns[column].has_inline_move(), target)
+    pub(crate) fn move_entry(target: Option<usize>) -> u32 {
+        target.map_or(NO_COLUMN, |target| {
+            u32::try_from(target).expect("too many columns in one table")
+        })
     }
 
     #[inline]
@@ -454,20 +396,14 @@ impl Table {
         while column != end {
             // SAFETY: bounds and types as the caller guarantees: `map` has an entry per column,
             // made by `move_entry`, naming distinct `dst` columns of the same type (or none,
-            // whose value at `row` was moved out); `row <= last` are live rows here. An entry
-            // with a clear sign bit is a `move_target` of a column with an inline move, and
-            // `INLINE_REFILL` belongs to such a column too. `column` walks this table's
-            // columns (`column < end`), `entry` the map beside it.
+            // whose value at `row` was moved out); `row <= last` are live rows here. `column`
+            // walks this table's columns (`column < end`), `entry` the map beside it.
             unsafe {
                 let to = *entry;
-                // The sign bit tested as such needs no constant in a register.
-                let moved = if (to as i32) >= 0 {
-                    (*column).try_move_out(row, last, &mut *targets.byte_add(to as usize), dst_row)
-                } else if to & GENERAL_MOVE == 0 {
-                    (*column).refill_inline(row, last);
-                    true
+                let moved = if to != NO_COLUMN {
+                    (*column).try_move_out(row, last, &mut *targets.add(to as usize), dst_row)
                 } else {
-                    false
+                    (*column).try_refill_inline(row, last)
                 };
                 if !moved {
                     let left = end.offset_from_unsigned(column);
@@ -499,7 +435,8 @@ impl Table {
         debug_assert!(dst.capacity - start >= n, "move_all_rows without room");
         dst.entities.extend_from_slice(&self.entities);
         for (column, &entry) in self.columns.iter_mut().zip(map) {
-            if let Some(target) = target_index(entry) {
+            if entry != NO_COLUMN {
+                let target = entry as usize;
                 // SAFETY: rows `0..n` are live here; `dst` has room for them past its `start`
                 // live rows (the caller's contract), and the column has the same type.
                 unsafe { column.copy_rows_to(n, &mut dst.columns[target], start, now) };
@@ -573,9 +510,9 @@ unsafe fn move_rest(
         // per column, and a target offset names a column of `dst`.
         unsafe {
             let column = columns.get_unchecked_mut(i);
-            match target_offset(*map.get_unchecked(i)) {
-                None => column.refill(row, last),
-                Some(to) => column.move_out(row, last, &mut *targets.byte_add(to), dst_row, now),
+            match *map.get_unchecked(i) {
+                NO_COLUMN => column.refill(row, last),
+                to => column.move_out(row, last, &mut *targets.add(to as usize), dst_row, now),
             }
         }
     }
@@ -593,28 +530,5 @@ impl Drop for Table {
         }
         let guard = FreeBlock(self);
         guard.0.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn move_entries_tell_the_fast_cases_and_decode_to_their_target() {
-        let last = (1 << 31) / size_of::<Column>() - 1;
-        for target in [None, Some(0), Some(1), Some(7), Some(last)] {
-            for inline in [true, false] {
-                let entry = encode_entry(inline, target);
-                assert_eq!(target_index(entry), target, "{inline} {target:?}");
-                // The loop's tests: the sign bit for an inline move to a column, then the
-                // general flag.
-                assert_eq!((entry as i32) >= 0, inline && target.is_some());
-                assert_eq!(
-                    entry & SIGN != 0 && entry & GENERAL_MOVE == 0,
-                    inline && target.is_none()
-                );
-            }
-        }
     }
 }
