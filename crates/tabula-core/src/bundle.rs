@@ -238,6 +238,12 @@ impl<V: Copy> LastBundle<V> {
 }
 
 impl Bundles {
+    /// The id of bundle type `B` if it is the bundle type looked up last: one comparison.
+    #[inline(always)]
+    pub(crate) fn last_id<B: Bundle>(&self) -> Option<BundleId> {
+        self.last.get(BundleKey::of::<B>())
+    }
+
     /// The id of bundle type `B`, computing its info on first use.
     ///
     /// # Panics

@@ -1,5 +1,5 @@
-//! The one-entry bundle caches (`Bundles::last`, the archetype edges'
-//! `last_insert` / `last_remove`) are keyed by the address of a per-type `TypeId` constant.
+//! The one-entry bundle caches (`Bundles::last`, and the world's last move of each kind,
+//! `RecentMove`) are keyed by the address of a per-type `TypeId` constant.
 //! A key shared by two bundle types would follow the wrong edge and write a value into a
 //! column of another type. These tests alternate bundle types of identical layout, so that a
 //! merged constant (identical-code folding, `unnamed_addr` merging under LTO) would show as a

@@ -5,7 +5,7 @@
 //! change costs one indexed load instead of a set computation and a hash of the result.
 
 use super::{Archetype, ArchetypeId, Archetypes};
-use crate::bundle::{Bundle, BundleId, BundleInfo, BundleKey, Bundles, LastBundle};
+use crate::bundle::{Bundle, BundleId, BundleInfo, BundleKey, Bundles};
 use crate::component::{ComponentId, Components};
 use crate::storage::{NO_COLUMN, Table};
 
@@ -16,15 +16,6 @@ const NO_EDGE: u32 = u32::MAX;
 pub(crate) struct Edges {
     insert: Vec<u32>,
     remove: Vec<u32>,
-    /// The bundle type last inserted into (removed from) this archetype's entities, and its
-    /// edge. A run of one-entity moves tends to repeat one bundle type, and then this one
-    /// comparison replaces the bundle-id lookup and the slot lookup (callgrind, 10k entities:
-    /// 207 → 194 instructions per insert or remove; a miss costs a call more than before).
-    ///
-    /// Invariant: the edge named is this archetype's edge for that bundle type; edges are
-    /// never removed, so it stays valid.
-    last_insert: LastBundle<u32>,
-    last_remove: LastBundle<u32>,
 }
 
 /// The last one-entity move of a kind, as [`Archetypes`] remembers it: the source archetype
@@ -44,15 +35,6 @@ pub(crate) struct RecentMove {
 enum EdgeKind {
     Insert,
     Remove,
-}
-
-impl Edges {
-    fn last_mut(&mut self, kind: EdgeKind) -> &mut LastBundle<u32> {
-        match kind {
-            EdgeKind::Insert => &mut self.last_insert,
-            EdgeKind::Remove => &mut self.last_remove,
-        }
-    }
 }
 
 /// The edge in `bundle`'s slot, if it has one.
@@ -134,55 +116,48 @@ fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
 }
 
 impl Archetypes {
-    /// The edge for inserting bundle type `B` into entities of `source`: from the source's
-    /// one-entry cache when `B` was the last bundle inserted there, else as
+    /// The edge for inserting bundle type `B` into entities of `source`, as
     /// [`insert_edge`](Self::insert_edge) finds it (registering `B` on first use).
-    ///
-    /// # Safety
-    /// `source` is an existing archetype (the caller took it from a live entity's location).
     #[inline]
-    pub(crate) unsafe fn insert_edge_of<B: Bundle>(
+    pub(crate) fn insert_edge_of<B: Bundle>(
         &mut self,
         registry: &mut Components,
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
-        // SAFETY: the caller's contract.
-        unsafe { self.edge_of::<B>(EdgeKind::Insert, registry, bundles, source) }
+        self.edge_of::<B>(EdgeKind::Insert, registry, bundles, source)
     }
 
-    /// The edge for removing bundle type `B` from entities of `source`, cached as in
-    /// [`insert_edge_of`](Self::insert_edge_of).
-    ///
-    /// # Safety
-    /// `source` is an existing archetype (the caller took it from a live entity's location).
+    /// The edge for removing bundle type `B` from entities of `source`, as
+    /// [`remove_edge`](Self::remove_edge) finds it (registering `B` on first use).
     #[inline]
-    pub(crate) unsafe fn remove_edge_of<B: Bundle>(
+    pub(crate) fn remove_edge_of<B: Bundle>(
         &mut self,
         registry: &mut Components,
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
-        // SAFETY: the caller's contract.
-        unsafe { self.edge_of::<B>(EdgeKind::Remove, registry, bundles, source) }
+        self.edge_of::<B>(EdgeKind::Remove, registry, bundles, source)
     }
 
-    /// The edge for `kind` of bundle type `B` from `source` if the source's one-entry cache
-    /// holds it: the lookup of [`edge_of`](Self::edge_of) without its slow half, for the
-    /// call-free fast paths of insert and remove.
+    /// The edge for inserting (with `remove`, removing) bundle type `B` from `source`, when
+    /// `B` is the bundle type `bundles` looked up last and the edge exists: the lookup of
+    /// [`edge_of`](Self::edge_of) without its slow half, for the call-free fast paths of
+    /// insert and remove.
     ///
     /// # Safety
     /// `source` is an existing archetype.
     #[inline(always)]
-    pub(crate) unsafe fn cached_edge<B: Bundle>(&self, remove: bool, source: ArchetypeId) -> Option<usize> {
+    pub(crate) unsafe fn cached_edge<B: Bundle>(
+        &self,
+        bundles: &Bundles,
+        remove: bool,
+        source: ArchetypeId,
+    ) -> Option<usize> {
+        let bundle = bundles.last_id::<B>()?;
         // SAFETY: `source` exists (the caller's contract).
         let edges = unsafe { &self.archetypes.all().get_unchecked(source.index()).edges };
-        let last = if remove {
-            &edges.last_remove
-        } else {
-            &edges.last_insert
-        };
-        last.get(BundleKey::of::<B>()).map(|edge| edge as usize)
+        lookup(if remove { &edges.remove } else { &edges.insert }, bundle)
     }
 
     /// The world's one-entry cache of the last one-entity move of kind `remove` of bundle
@@ -228,54 +203,19 @@ impl Archetypes {
 
     /// [`insert_edge_of`](Self::insert_edge_of) or [`remove_edge_of`](Self::remove_edge_of);
     /// `kind` is a constant once inlined.
-    ///
-    /// # Safety
-    /// `source` is an existing archetype.
     #[inline(always)]
-    unsafe fn edge_of<B: Bundle>(
+    fn edge_of<B: Bundle>(
         &mut self,
         kind: EdgeKind,
-        registry: &mut Components,
-        bundles: &mut Bundles,
-        source: ArchetypeId,
-    ) -> usize {
-        // SAFETY: `source` exists (the caller's contract); unchecked, this costs nothing
-        // beyond the comparison.
-        let edges = unsafe { &self.archetypes.all().get_unchecked(source.index()).edges };
-        let last = match kind {
-            EdgeKind::Insert => &edges.last_insert,
-            EdgeKind::Remove => &edges.last_remove,
-        };
-        let key = BundleKey::of::<B>();
-        match last.get(key) {
-            Some(edge) => edge as usize,
-            None => self.edge_uncached::<B>(kind, key, registry, bundles, source),
-        }
-    }
-
-    /// The slow half of [`edge_of`](Self::edge_of): looks the edge up by bundle id, and
-    /// caches it under `key`, the caller's key for `B` (see [`BundleKey`]).
-    #[cold]
-    #[inline(never)]
-    fn edge_uncached<B: Bundle>(
-        &mut self,
-        kind: EdgeKind,
-        key: BundleKey,
         registry: &mut Components,
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
         let bundle = bundles.id_of::<B>(registry);
-        let edge = match kind {
+        match kind {
             EdgeKind::Insert => self.insert_edge(registry, source, bundles, bundle),
             EdgeKind::Remove => self.remove_edge(registry, source, bundles, bundle),
-        };
-        // Edge indices fit in a `u32` (`store` checked).
-        self.archetypes
-            .edges_mut(source)
-            .last_mut(kind)
-            .set(key, edge as u32);
-        edge
+        }
     }
 
     /// The edge for inserting `bundle` into entities of `source`, computed on first use.

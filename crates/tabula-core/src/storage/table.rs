@@ -53,10 +53,6 @@ impl Table {
     /// A table with one column per component, in the order given.
     pub(crate) fn new<'a>(components: impl IntoIterator<Item = &'a ComponentInfo>) -> Self {
         let columns: Box<[Column]> = components.into_iter().map(Column::new).collect();
-        assert!(
-            columns.len() * size_of::<Column>() < 1 << 31,
-            "too many columns in one table"
-        );
         Self {
             entities: Vec::new(),
             columns,

@@ -88,7 +88,10 @@ impl World {
             }
             _ => {
                 // SAFETY: a live entity's location names an existing archetype.
-                let edge = unsafe { self.archetypes.cached_edge::<B>(remove, location.archetype) }?;
+                let edge = unsafe {
+                    self.archetypes
+                        .cached_edge::<B>(&self.bundles, remove, location.archetype)
+                }?;
                 // SAFETY: `cached_edge` just returned `edge` as this source's edge of this
                 // kind for `B`.
                 unsafe { self.archetypes.remember::<B>(remove, location.archetype, edge) };
@@ -134,11 +137,9 @@ impl World {
     fn insert_general<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        // SAFETY: a live entity's location names an existing archetype.
-        let edge = unsafe {
+        let edge =
             self.archetypes
-                .insert_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype)
-        };
+                .insert_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype);
         let tick = super::tick_now(&mut self.change_tick);
         // SAFETY: `insert_edge_of` returns the index of an existing edge (edges are never removed).
         let target = unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.target;
@@ -294,11 +295,9 @@ impl World {
     fn remove_general<B: Bundle, const HOOKS: bool>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        // SAFETY: a live entity's location names an existing archetype.
-        let edge = unsafe {
+        let edge =
             self.archetypes
-                .remove_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype)
-        };
+                .remove_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype);
         // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
         let edge_ref = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
         // One test for the three rare cases: a missing component, hooks, tracked removals.
