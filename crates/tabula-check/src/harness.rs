@@ -396,6 +396,24 @@ impl Harness {
         }
     }
 
+    /// Entities for a batch: one archetype's entity list in row order (the whole-table path)
+    /// or reversed, or a few targets, which may repeat or be dead or reserved.
+    fn batch_targets(&mut self, pick: u8, seed: u16) -> Vec<Entity> {
+        let tables: Vec<&[Entity]> = (self.world.archetypes())
+            .filter(|a| !a.is_empty())
+            .map(|a| a.entities())
+            .collect();
+        let table = usize::from(pick >> 2);
+        match pick & 3 {
+            0 | 1 if !tables.is_empty() => tables[table % tables.len()].to_vec(),
+            2 if !tables.is_empty() => tables[table % tables.len()].iter().rev().copied().collect(),
+            _ => {
+                let mut rng = Rng(u64::from(seed) ^ u64::from(pick) << 20);
+                (0..table % 6).map(|_| self.pick(rng.next_u64() as u16)).collect()
+            }
+        }
+    }
+
     /// Applies `op` to the world and to the model, checking its result (return values,
     /// errors, and whether it panicked) on the way.
     pub fn apply(&mut self, op: &Op) {
@@ -438,6 +456,20 @@ impl Harness {
             Op::Overwrite { target, kind, seed } => {
                 let entity = self.pick(target);
                 with_kind!(usize::from(kind) % KINDS, overwrite(self, entity, seed));
+            }
+            Op::Batch {
+                insert,
+                shape,
+                pick,
+                seed,
+            } => {
+                let targets = self.batch_targets(pick, seed);
+                let shape = usize::from(shape) % SHAPES;
+                if insert {
+                    with_shape!(shape, insert_batch(self, &targets, seed));
+                } else {
+                    with_shape!(shape, remove_batch(self, &targets));
+                }
             }
             Op::Reserve { count } => {
                 for entity in self.world.reserve_entities(u32::from(count % 4)) {
@@ -816,6 +848,79 @@ fn insert<B: ModelBundle>(h: &mut Harness, entity: Entity, seed: u16) {
             Err(EntityError::NoSuchEntity(entity)),
             "insert into {entity:?}"
         ),
+    }
+}
+
+fn insert_batch<B: ModelBundle>(h: &mut Harness, targets: &[Entity], seed: u16) {
+    let kinds = B::kinds();
+    let values: Vec<Vec<Value>> = (0..targets.len())
+        .map(|i| Harness::values(&kinds, seed, h.stats.ops ^ (i as u64) << 40))
+        .collect();
+    let bundles: Vec<B> = values.iter().map(|v| B::make(v, &h.shared)).collect();
+    h.stats.structural += targets.len() as u64;
+    h.model.flush();
+    // Every entity is checked first: the first dead one is named and nothing changes.
+    let expected = match targets.iter().find(|&&e| !h.model.is_live(e)) {
+        Some(&dead) => Err(EntityError::NoSuchEntity(dead)),
+        None => Ok(()),
+    };
+    let result = h.world.insert_batch(targets.iter().copied().zip(bundles));
+    assert_eq!(result, expected, "insert_batch into {targets:?}");
+    if result.is_ok() {
+        // In order, so an entity listed twice keeps its last bundle.
+        for (entity, values) in targets.iter().zip(values) {
+            let row = h.model.row_mut(*entity).expect("checked live");
+            for (&kind, value) in kinds.iter().zip(values) {
+                row[kind] = Some(value);
+            }
+        }
+    }
+}
+
+fn remove_batch<B: ModelBundle>(h: &mut Harness, targets: &[Entity]) {
+    h.stats.structural += targets.len() as u64;
+    h.model.flush();
+    let kinds = B::kinds();
+    // The first bad entity in order decides the error: dead, listed again (its second
+    // removal would find nothing), or lacking a field (the first one it lacks).
+    let mut seen = std::collections::HashSet::new();
+    let mut expected_error = None;
+    for &entity in targets {
+        let Some(row) = h.model.row(entity) else {
+            expected_error = Some(EntityError::NoSuchEntity(entity));
+            break;
+        };
+        let missing = |kind| EntityError::MissingComponent {
+            entity,
+            component: kind_name(kind),
+        };
+        if !kinds.is_empty() && !seen.insert(entity) {
+            expected_error = Some(missing(kinds[0]));
+            break;
+        }
+        if let Some(&absent) = kinds.iter().find(|&&k| row[k].is_none()) {
+            expected_error = Some(missing(absent));
+            break;
+        }
+    }
+    let result = h.world.remove_batch::<B>(targets);
+    if let Some(error) = expected_error {
+        assert_eq!(result.err(), Some(error), "remove_batch from {targets:?}");
+        return;
+    }
+    let removed = result.unwrap_or_else(|err| panic!("remove_batch from {targets:?}: {err}"));
+    assert_eq!(
+        removed.len(),
+        targets.len(),
+        "remove_batch returns one bundle per entity"
+    );
+    for (entity, bundle) in targets.iter().zip(removed) {
+        let row = h.model.row_mut(*entity).expect("checked live");
+        let expected: Vec<Value> = kinds
+            .iter()
+            .map(|&k| row[k].take().expect("checked present"))
+            .collect();
+        assert_eq!(bundle.values(), expected, "remove_batch: values of {entity:?}");
     }
 }
 

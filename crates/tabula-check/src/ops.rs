@@ -77,6 +77,19 @@ pub enum Op {
         /// Seed of the new value.
         seed: u16,
     },
+    /// `World::insert_batch` (`insert`) or `World::remove_batch` of one bundle shape, over
+    /// a whole archetype's entities in row order (the whole-table path) or reversed, or over
+    /// a few entities that may be dead, reserved or listed twice.
+    Batch {
+        /// Insert, or remove.
+        insert: bool,
+        /// Bundle shape.
+        shape: u8,
+        /// Which entities: bits 0-1 choose the kind of list, the rest which archetype.
+        pick: u8,
+        /// Seed of the component values (and of the entities of a list of a few).
+        seed: u16,
+    },
     /// `World::reserve_entities`: ids that become empty entities at the next flush.
     Reserve {
         /// How many (taken modulo 4).
@@ -280,9 +293,15 @@ impl Op {
                 seed: src.u16()?,
             },
             12 => Op::Reserve { count: src.byte()? },
+            13 => Op::Batch {
+                insert: armed,
+                shape: src.byte()?,
+                pick: src.byte()?,
+                seed: src.u16()?,
+            },
             // Clearing is drastic: only 2 of the 12 bytes that land here clear.
             14 if code & 0x7f == CLEAR => Op::Clear { armed },
-            13 | 14 => Op::Flush,
+            14 => Op::Flush,
             15 => Op::Query { which: src.byte()? },
             16 | 17 => {
                 let schedule = src.byte()?;
@@ -357,7 +376,16 @@ impl Op {
                 out.extend(seed.to_le_bytes());
             }
             Op::Reserve { count } => out.extend([12, *count]),
-            Op::Flush => out.push(13),
+            Op::Batch {
+                insert,
+                shape,
+                pick,
+                seed,
+            } => {
+                out.extend([13 | arm(*insert), *shape, *pick]);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::Flush => out.push(14),
             Op::Clear { armed } => out.push(CLEAR | arm(*armed)),
             Op::Query { which } => out.extend([15, *which]),
             Op::Run {
