@@ -1,0 +1,302 @@
+//! The invariant checker: everything observable through the public API, compared with the
+//! model.
+
+use std::collections::HashMap;
+
+use tabula::{Entity, EntityError, Has, Or, QueryState, With, Without, World};
+
+use crate::components::{
+    Bomb, Hp, KINDS, ModelComponent, Name, Pos, Shared, Small, Tag, Tracked, Value, Wide, kind_name,
+    with_kind,
+};
+use crate::model::{Model, Row, row_mask};
+
+/// An upper bound on the archetypes a world of the model's kinds can hold: one per subset of
+/// kinds. Archetypes are never removed, so the count can only grow, but never past this.
+pub const MAX_ARCHETYPES: usize = 1 << KINDS;
+
+/// Queries kept for the whole life of a world (so they match new archetypes incrementally and
+/// reuse their run plans), each compared with the model by [`Checker::check`].
+pub struct Checker {
+    pos: QueryState<(Entity, &'static Pos)>,
+    hp: QueryState<(Entity, &'static Hp)>,
+    tag: QueryState<(Entity, &'static Tag)>,
+    name: QueryState<(Entity, &'static Name)>,
+    wide: QueryState<(Entity, &'static Wide)>,
+    small: QueryState<(Entity, &'static Small)>,
+    tracked: QueryState<(Entity, &'static Tracked)>,
+    bomb: QueryState<(Entity, &'static Bomb)>,
+    /// A filtered query with optional terms, against the model's own filter.
+    mixed: QueryState<(Entity, Option<&'static Small>, Has<Tag>), Or<(With<Name>, Without<Hp>)>>,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checker").finish_non_exhaustive()
+    }
+}
+
+fn check_kind_query<T: ModelComponent>(
+    state: &mut QueryState<(Entity, &'static T)>,
+    world: &World,
+    model: &Model,
+) {
+    let mut seen = 0;
+    for (entity, value) in state.iter(world) {
+        seen += 1;
+        let expected = model.row(entity).and_then(|row| row[T::KIND].as_ref());
+        match expected {
+            Some(expected) => assert!(
+                value.matches(expected),
+                "query of {}: {entity:?} holds {value:?}, model {expected:?}",
+                kind_name(T::KIND)
+            ),
+            None => panic!(
+                "query of {} yields {entity:?}, which the model says lacks it (live: {})",
+                kind_name(T::KIND),
+                model.is_live(entity)
+            ),
+        }
+    }
+    // Every row yielded matched the model, and (rows are distinct entities, checked by the
+    // archetype walk) the counts agree, so the query yields exactly the model's rows.
+    assert_eq!(
+        seen,
+        model.count_of(T::KIND),
+        "rows of query over {}",
+        kind_name(T::KIND)
+    );
+    assert_eq!(
+        state.count(world),
+        seen,
+        "count() of query over {}",
+        kind_name(T::KIND)
+    );
+}
+
+fn check_component<T: ModelComponent>(world: &World, entity: Entity, row: &Row) {
+    let expected = &row[T::KIND];
+    match (expected, world.get::<T>(entity)) {
+        (Some(value), Ok(actual)) => {
+            assert!(
+                actual.matches(value),
+                "{entity:?}: model {value:?}, world {actual:?}"
+            );
+            let address = std::ptr::from_ref(actual).addr();
+            assert_eq!(
+                address % align_of::<T>(),
+                0,
+                "{} is misaligned",
+                kind_name(T::KIND)
+            );
+        }
+        (None, Err(err)) => assert_eq!(
+            err,
+            EntityError::MissingComponent {
+                entity,
+                component: kind_name(T::KIND)
+            }
+        ),
+        (expected, actual) => panic!(
+            "{entity:?} {}: model {expected:?}, world {actual:?}",
+            kind_name(T::KIND)
+        ),
+    }
+    assert_eq!(
+        world.has::<T>(entity),
+        expected.is_some(),
+        "{entity:?} has {}",
+        kind_name(T::KIND)
+    );
+}
+
+/// Checks one live entity: alive, and exactly its row's components and values.
+pub fn check_entity(world: &World, entity: Entity, row: &Row) {
+    assert!(world.contains(entity), "{entity:?} should be alive");
+    for kind in 0..KINDS {
+        with_kind!(kind, check_component(world, entity, row));
+    }
+    let view = world.entity(entity).expect("a live entity has a view");
+    assert_eq!(view.id(), entity);
+    assert_eq!(
+        view.component_names().len(),
+        row.iter().flatten().count(),
+        "{entity:?} component count"
+    );
+}
+
+/// Checks that `entity` is not alive.
+pub fn check_dead(world: &World, entity: Entity) {
+    assert!(!world.contains(entity), "{entity:?} should not be alive");
+    assert_eq!(world.get::<Pos>(entity), Err(EntityError::NoSuchEntity(entity)));
+    assert_eq!(world.get::<Tag>(entity), Err(EntityError::NoSuchEntity(entity)));
+    assert!(!world.has::<Tag>(entity));
+    assert!(matches!(world.entity(entity), Err(EntityError::NoSuchEntity(e)) if e == entity));
+}
+
+/// The set of kinds named, as a bit mask; each name must be a known kind, listed once.
+fn names_mask(names: impl Iterator<Item = &'static str>) -> u16 {
+    names.fold(0, |mask, name| {
+        let kind = (0..KINDS)
+            .find(|&k| kind_name(k) == name)
+            .unwrap_or_else(|| panic!("unknown component `{name}`"));
+        assert_eq!(mask & 1 << kind, 0, "`{name}` listed twice");
+        mask | 1 << kind
+    })
+}
+
+/// Structural figures read through the public API, for growth checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Live entities.
+    pub entities: usize,
+    /// Archetypes (never removed).
+    pub archetypes: usize,
+    /// Registered component and resource types.
+    pub components: usize,
+}
+
+/// The structural figures of `world`.
+pub fn shape(world: &World) -> Shape {
+    Shape {
+        entities: world.len() as usize,
+        archetypes: world.archetypes().len(),
+        components: world.components().len(),
+    }
+}
+
+impl Checker {
+    /// Builds the checker's queries on `world` (which needs `&mut` once, to register types).
+    pub fn new(world: &mut World) -> Self {
+        Self {
+            pos: world.query(),
+            hp: world.query(),
+            tag: world.query(),
+            name: world.query(),
+            wide: world.query(),
+            small: world.query(),
+            tracked: world.query(),
+            bomb: world.query(),
+            mixed: world.query_filtered(),
+        }
+    }
+
+    /// Compares everything observable with the model: entity counts, every live entity's
+    /// components and values (through `get`, `has` and `entity`), the recent dead ids and the
+    /// reservations, every archetype's entity list against the model's component sets, every
+    /// kind's query, a filtered query, the drop accounting of `Tracked` and `Bomb`, and the
+    /// archetype bound.
+    pub fn check(&mut self, world: &World, model: &Model, shared: &Shared) {
+        assert_eq!(world.len() as usize, model.len(), "entity count");
+        assert_eq!(world.is_empty(), model.is_empty(), "is_empty");
+        assert_eq!(
+            world.entities().len() as usize,
+            model.len(),
+            "allocator's live count"
+        );
+        for (entity, row) in model.rows() {
+            check_entity(world, entity, row);
+        }
+        for entity in model.recent_dead().chain(model.pending().iter().copied()) {
+            check_dead(world, entity);
+        }
+        // Every stored entity is a live one, stored once, in the archetype of exactly its
+        // component set.
+        let mut stored = 0;
+        let mut where_stored: HashMap<Entity, usize> = HashMap::with_capacity(model.len());
+        for (at, archetype) in world.archetypes().enumerate() {
+            assert_eq!(archetype.len(), archetype.entities().len());
+            if archetype.is_empty() {
+                continue;
+            }
+            let mask = names_mask(archetype.component_names());
+            for &entity in archetype.entities() {
+                let row = model
+                    .row(entity)
+                    .unwrap_or_else(|| panic!("stored {entity:?} is not live"));
+                assert_eq!(mask, row_mask(row), "{entity:?} is in the wrong archetype");
+                if let Some(before) = where_stored.insert(entity, at) {
+                    panic!("{entity:?} is stored in archetypes {before} and {at}");
+                }
+            }
+            stored += archetype.len();
+        }
+        assert_eq!(stored, model.len(), "entities stored in archetypes");
+        assert!(
+            world.archetypes().len() <= MAX_ARCHETYPES + 1,
+            "{} archetypes for {KINDS} kinds",
+            world.archetypes().len()
+        );
+
+        check_kind_query(&mut self.pos, world, model);
+        check_kind_query(&mut self.hp, world, model);
+        check_kind_query(&mut self.tag, world, model);
+        check_kind_query(&mut self.name, world, model);
+        check_kind_query(&mut self.wide, world, model);
+        check_kind_query(&mut self.small, world, model);
+        check_kind_query(&mut self.tracked, world, model);
+        check_kind_query(&mut self.bomb, world, model);
+
+        let mut seen: Vec<(Entity, Option<Value>, bool)> = self
+            .mixed
+            .iter(world)
+            .map(|(e, small, tag)| (e, small.map(Small::value), tag))
+            .collect();
+        seen.sort_by_key(|&(e, _, _)| e);
+        let mut want: Vec<(Entity, Option<Value>, bool)> = model
+            .rows()
+            .filter(|(_, row)| row[Name::KIND].is_some() || row[Hp::KIND].is_none())
+            .map(|(e, row)| (e, row[Small::KIND].clone(), row[Tag::KIND].is_some()))
+            .collect();
+        want.sort_by_key(|&(e, _, _)| e);
+        assert_eq!(
+            seen, want,
+            "query (Entity, Option<&Small>, Has<Tag>), Or<(With<Name>, Without<Hp>)>"
+        );
+
+        // Every `Tracked` and `Bomb` made is either stored in the world or dropped, once.
+        assert_eq!(
+            shared.tracked_alive(),
+            model.count_of(Tracked::KIND) as isize,
+            "Tracked values: made - dropped"
+        );
+        assert_eq!(
+            shared.bombs_alive(),
+            model.count_of(Bomb::KIND) as isize,
+            "Bomb values: made - dropped"
+        );
+    }
+
+    /// A cheap check for long runs: the counts, and `sample` live entities in full.
+    pub fn check_sample(
+        &mut self,
+        world: &World,
+        model: &Model,
+        shared: &Shared,
+        sample: usize,
+        salt: usize,
+    ) {
+        assert_eq!(world.len() as usize, model.len(), "entity count");
+        let ids = model.ids();
+        if !ids.is_empty() {
+            for i in 0..sample.min(ids.len()) {
+                let entity = ids[(salt.wrapping_mul(31).wrapping_add(i.wrapping_mul(7919))) % ids.len()];
+                check_entity(world, entity, model.row(entity).expect("listed ids are live"));
+            }
+        }
+        for entity in model.recent_dead().take(sample) {
+            check_dead(world, entity);
+        }
+        assert!(world.archetypes().len() <= MAX_ARCHETYPES + 1);
+        assert_eq!(
+            shared.tracked_alive(),
+            model.count_of(Tracked::KIND) as isize,
+            "Tracked values: made - dropped"
+        );
+        assert_eq!(
+            shared.bombs_alive(),
+            model.count_of(Bomb::KIND) as isize,
+            "Bomb values: made - dropped"
+        );
+    }
+}

@@ -1,0 +1,38 @@
+//! The checking machinery behind tabula's fuzzer, its model-based sequences and its soak.
+//!
+//! * [`Model`] is the naive reference: a map from entity to a row of optional component
+//!   values, plus the events the world should hold.
+//! * [`Op`] is one call (or a few) on the public API — spawns of several bundle shapes,
+//!   inserts, removes, despawns, `get_mut` writes, queries (`iter`, `for_each`,
+//!   `par_for_each`), schedule runs whose systems record commands, panic or send and read
+//!   events, and direct event calls. Ops decode from bytes, so a libFuzzer input and a
+//!   seeded random stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back.
+//! * [`Harness`] applies an op to a world and to the model, checking each result and that
+//!   the op panicked exactly when it had to (components whose `Drop` panics, systems that
+//!   panic).
+//! * [`Checker`] compares everything observable with the model: every live entity's
+//!   components and values, dead ids, archetype contents, queries of every kind, and the
+//!   drop accounting of the counting types.
+//!
+//! The fuzz target (`fuzz/fuzz_targets/api.rs`) calls [`run_bytes`]; the regression corpus
+//! (`corpus/`) and the seeded sequences run through the same function in this crate's tests;
+//! the soak (`src/bin/soak.rs`) drives a [`Harness`] for hours with sampled and full checks.
+
+mod check;
+mod components;
+pub mod harness;
+mod model;
+mod ops;
+mod source;
+
+pub use check::{Checker, MAX_ARCHETYPES, Shape, check_dead, check_entity, shape};
+pub use components::{
+    BOMB, Bomb, ExpectedPanic, Hp, KINDS, ModelBundle, ModelComponent, Name, Pos, SHAPES, Shared, Small, Tag,
+    Tracked, Value, Wide, kind_name, shape_kinds,
+};
+pub use harness::{
+    Harness, MAX_OPS_PER_INPUT, Ping, Stats, decode_all, install_panic_hook, run_bytes, run_seed,
+};
+pub use model::{EMPTY_ROW, EventModel, Model, Row, row_mask};
+pub use ops::{CmdOp, CmdTarget, MAX_DECODED_CMDS, Op, Target, encode_all};
+pub use source::{Bytes, Rng, Source};

@@ -1,0 +1,188 @@
+//! The naive reference: a map from entity to row, plus the events the world should hold.
+
+use std::collections::{HashMap, VecDeque};
+
+use tabula::Entity;
+
+use crate::components::{KINDS, Value};
+
+/// One entity's components as the model sees them: one slot per kind.
+pub type Row = [Option<Value>; KINDS];
+
+/// A row with no components.
+pub const EMPTY_ROW: Row = [const { None }; KINDS];
+
+/// How many dead ids the model remembers, to check that they stay dead.
+const DEAD_WINDOW: usize = 64;
+
+/// The set of kinds a row holds, as a bit mask.
+pub fn row_mask(row: &Row) -> u16 {
+    (0..KINDS)
+        .filter(|&k| row[k].is_some())
+        .fold(0, |mask, k| mask | 1 << k)
+}
+
+/// What the world should hold: live entities with their rows, reservations not yet
+/// flushed, recently despawned ids, and events.
+#[derive(Debug, Default)]
+pub struct Model {
+    rows: HashMap<Entity, Row>,
+    /// The live entities, in no particular order, for picking one at random in O(1).
+    ids: Vec<Entity>,
+    /// Where each live entity sits in `ids`.
+    index: HashMap<Entity, usize>,
+    pending: Vec<Entity>,
+    dead: VecDeque<Entity>,
+    /// The `Ping` events the world's `Events<Ping>` should hold, and its readers.
+    pub events: EventModel,
+}
+
+impl Model {
+    /// Live entities.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when no entity is live.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The live entities, in no particular order.
+    pub fn ids(&self) -> &[Entity] {
+        &self.ids
+    }
+
+    /// Every live entity with its row.
+    pub fn rows(&self) -> impl Iterator<Item = (Entity, &Row)> + '_ {
+        self.rows.iter().map(|(&e, row)| (e, row))
+    }
+
+    /// The row of a live entity.
+    pub fn row(&self, entity: Entity) -> Option<&Row> {
+        self.rows.get(&entity)
+    }
+
+    /// The row of a live entity, to change.
+    pub fn row_mut(&mut self, entity: Entity) -> Option<&mut Row> {
+        self.rows.get_mut(&entity)
+    }
+
+    /// Every live row, to change.
+    pub fn rows_mut(&mut self) -> impl Iterator<Item = (Entity, &mut Row)> + '_ {
+        self.rows.iter_mut().map(|(&e, row)| (e, row))
+    }
+
+    /// True when `entity` is live.
+    pub fn is_live(&self, entity: Entity) -> bool {
+        self.rows.contains_key(&entity)
+    }
+
+    /// Reservations not yet flushed.
+    pub fn pending(&self) -> &[Entity] {
+        &self.pending
+    }
+
+    /// The most recently despawned ids (a bounded window).
+    pub fn recent_dead(&self) -> impl Iterator<Item = Entity> + '_ {
+        self.dead.iter().copied()
+    }
+
+    /// Records a reservation; it becomes a live entity with no components at the next flush.
+    pub fn reserve(&mut self, entity: Entity) {
+        self.pending.push(entity);
+    }
+
+    /// What every structural world operation does first: reservations become entities.
+    pub fn flush(&mut self) {
+        for entity in std::mem::take(&mut self.pending) {
+            self.spawn(entity, EMPTY_ROW);
+        }
+    }
+
+    /// Records a new live entity.
+    pub fn spawn(&mut self, entity: Entity, row: Row) {
+        let old = self.rows.insert(entity, row);
+        assert!(old.is_none(), "{entity:?} was spawned twice");
+        self.index.insert(entity, self.ids.len());
+        self.ids.push(entity);
+    }
+
+    /// Records a despawn; returns the row.
+    pub fn kill(&mut self, entity: Entity) -> Row {
+        let row = self.rows.remove(&entity).expect("killed entity was live");
+        let at = self.index.remove(&entity).expect("live entities are indexed");
+        self.ids.swap_remove(at);
+        if let Some(&moved) = self.ids.get(at) {
+            self.index.insert(moved, at);
+        }
+        if self.dead.len() == DEAD_WINDOW {
+            self.dead.pop_front();
+        }
+        self.dead.push_back(entity);
+        row
+    }
+
+    /// How many live entities hold component kind `kind`.
+    pub fn count_of(&self, kind: usize) -> usize {
+        self.rows.values().filter(|row| row[kind].is_some()).count()
+    }
+}
+
+/// What one `Events<Ping>` resource should hold, and what each of its readers has seen.
+///
+/// An event sent before the `n`-th update is readable until the `n + 1`-th: updates drop the
+/// older of the two buffers. A reader sees each event at most once, in order.
+#[derive(Debug, Default)]
+pub struct EventModel {
+    next_id: u64,
+    epoch: u64,
+    /// `(id, value, epoch when sent)`, oldest first.
+    buffered: VecDeque<(u64, u32, u64)>,
+    /// Per reader, the id of the first event it has not seen.
+    cursors: Vec<u64>,
+}
+
+impl EventModel {
+    /// An event is sent.
+    pub fn send(&mut self, value: u32) {
+        self.buffered.push_back((self.next_id, value, self.epoch));
+        self.next_id += 1;
+    }
+
+    /// `Events::update`: events sent before the previous update are dropped.
+    pub fn update(&mut self) {
+        self.epoch += 1;
+        while self
+            .buffered
+            .front()
+            .is_some_and(|&(_, _, sent)| self.epoch - sent > 1)
+        {
+            self.buffered.pop_front();
+        }
+    }
+
+    /// How many events the resource holds.
+    pub fn len(&self) -> usize {
+        self.buffered.len()
+    }
+
+    /// True when the resource holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.buffered.is_empty()
+    }
+
+    /// Reader `reader` reads: the values it has not seen yet, oldest first.
+    pub fn read(&mut self, reader: usize) -> Vec<u32> {
+        if self.cursors.len() <= reader {
+            self.cursors.resize(reader + 1, 0);
+        }
+        let cursor = self.cursors[reader];
+        let seen = (self.buffered.iter())
+            .filter(|&&(id, _, _)| id >= cursor)
+            .map(|&(_, value, _)| value)
+            .collect();
+        self.cursors[reader] = self.next_id;
+        seen
+    }
+}

@@ -1,0 +1,419 @@
+//! Operations, decoded from bytes (a fuzz input, or a seeded random stream) and encoded back
+//! (to write corpus files).
+
+use crate::source::Source;
+
+/// Which entity an operation aims at, resolved against the model when it is applied: mostly
+/// a live entity, sometimes a despawned one, a reservation, or an id never handed out.
+pub type Target = u16;
+
+/// One call (or a few) on the world, checked against the model when applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `World::spawn` of bundle shape `shape` (values drawn from `seed`).
+    Spawn {
+        /// Bundle shape, modulo [`SHAPES`](crate::SHAPES).
+        shape: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
+    /// `World::spawn_batch` of `count` bundles of one shape.
+    SpawnBatch {
+        /// Bundle shape.
+        shape: u8,
+        /// How many entities (taken modulo 8).
+        count: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
+    /// `World::insert` of a bundle.
+    Insert {
+        /// The entity.
+        target: Target,
+        /// Bundle shape.
+        shape: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
+    /// `World::insert_one` of one component; with `armed`, a `Bomb` inserted this way makes
+    /// the value it drops (the one it replaces, or itself when the entity is dead) panic.
+    InsertOne {
+        /// The entity.
+        target: Target,
+        /// Component kind.
+        kind: u8,
+        /// Seed of the value.
+        seed: u16,
+        /// Arm the bomb fuse first (only meaningful for the `Bomb` kind).
+        armed: bool,
+    },
+    /// `World::remove` of a bundle.
+    Remove {
+        /// The entity.
+        target: Target,
+        /// Bundle shape.
+        shape: u8,
+    },
+    /// `World::remove_one` of one component.
+    RemoveOne {
+        /// The entity.
+        target: Target,
+        /// Component kind.
+        kind: u8,
+    },
+    /// `World::despawn`; with `armed`, a `Bomb` on the entity panics when dropped.
+    Despawn {
+        /// The entity.
+        target: Target,
+        /// Arm the bomb fuse first.
+        armed: bool,
+    },
+    /// A whole-value write through `World::get_mut` (or `World::view_mut`).
+    Overwrite {
+        /// The entity.
+        target: Target,
+        /// Component kind.
+        kind: u8,
+        /// Seed of the new value.
+        seed: u16,
+    },
+    /// `World::insert_batch` (`insert`) or `World::remove_batch` of one bundle shape, over
+    /// a whole archetype's entities in row order (the whole-table path) or reversed, or over
+    /// a few entities that may be dead, reserved or listed twice.
+    Batch {
+        /// Insert, or remove.
+        insert: bool,
+        /// Bundle shape.
+        shape: u8,
+        /// Which entities: bits 0-1 choose the kind of list, the rest which archetype.
+        pick: u8,
+        /// Seed of the component values (and of the entities of a list of a few).
+        seed: u16,
+    },
+    /// `World::reserve_entities`: ids that become empty entities at the next flush.
+    Reserve {
+        /// How many (taken modulo 4).
+        count: u8,
+    },
+    /// `World::flush`.
+    Flush,
+    /// `World::clear`; with `armed`, the first `Bomb` dropped panics.
+    Clear {
+        /// Arm the bomb fuse first.
+        armed: bool,
+    },
+    /// A query kept across steps: 0 reads with `iter`, 1 writes with `for_each`, 2 writes
+    /// with `par_for_each`.
+    Query {
+        /// Which query (modulo 3).
+        which: u8,
+    },
+    /// Runs a schedule whose command system records `cmds`; see [`crate::harness`] for
+    /// the three schedules.
+    Run {
+        /// Which schedule (modulo 3).
+        schedule: u8,
+        /// What the command system records.
+        cmds: Vec<CmdOp>,
+        /// Whether the panicking system panics this run.
+        panic: bool,
+        /// Values of the events the event system sends this run.
+        events: Vec<u8>,
+    },
+    /// `World::send_event` between runs.
+    SendEvent {
+        /// The event's value.
+        value: u8,
+    },
+    /// `World::update_events` between runs.
+    UpdateEvents,
+}
+
+/// An entity a command aims at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdTarget {
+    /// Resolved against the model before the run, like [`Target`].
+    Existing(Target),
+    /// The entity spawned by an earlier command of the same run (index modulo how many).
+    Spawned(u8),
+}
+
+/// One command recorded by the command system.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CmdOp {
+    /// `Commands::spawn`.
+    Spawn {
+        /// Bundle shape.
+        shape: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
+    /// `Commands::insert`.
+    Insert {
+        /// The entity.
+        target: CmdTarget,
+        /// Bundle shape.
+        shape: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
+    /// `Commands::remove`.
+    Remove {
+        /// The entity.
+        target: CmdTarget,
+        /// Bundle shape.
+        shape: u8,
+    },
+    /// `Commands::despawn`.
+    Despawn {
+        /// The entity.
+        target: CmdTarget,
+    },
+}
+
+/// At most this many commands per run, and events per run, decode from bytes.
+pub const MAX_DECODED_CMDS: u8 = 8;
+
+fn cmd_target(src: &mut impl Source) -> Option<CmdTarget> {
+    let b = src.byte()?;
+    Some(if b & 1 == 1 {
+        CmdTarget::Spawned(b >> 1)
+    } else {
+        CmdTarget::Existing(u16::from(b >> 1) | u16::from(src.byte()?) << 7)
+    })
+}
+
+fn put_cmd_target(target: CmdTarget, out: &mut Vec<u8>) {
+    match target {
+        CmdTarget::Spawned(i) => out.push((i << 1) | 1),
+        CmdTarget::Existing(t) => {
+            out.push(((t & 0x7f) as u8) << 1);
+            out.push((t >> 7) as u8);
+        }
+    }
+}
+
+impl CmdOp {
+    /// Reads one command, or `None` when the input is used up.
+    pub fn decode(src: &mut impl Source) -> Option<CmdOp> {
+        Some(match src.byte()? % 4 {
+            0 => CmdOp::Spawn {
+                shape: src.byte()?,
+                seed: src.u16()?,
+            },
+            1 => CmdOp::Insert {
+                target: cmd_target(src)?,
+                shape: src.byte()?,
+                seed: src.u16()?,
+            },
+            2 => CmdOp::Remove {
+                target: cmd_target(src)?,
+                shape: src.byte()?,
+            },
+            _ => CmdOp::Despawn {
+                target: cmd_target(src)?,
+            },
+        })
+    }
+
+    /// Appends the bytes [`decode`](Self::decode) reads back as `self`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            CmdOp::Spawn { shape, seed } => {
+                out.extend([0, shape]);
+                out.extend(seed.to_le_bytes());
+            }
+            CmdOp::Insert { target, shape, seed } => {
+                out.push(1);
+                put_cmd_target(target, out);
+                out.push(shape);
+                out.extend(seed.to_le_bytes());
+            }
+            CmdOp::Remove { target, shape } => {
+                out.push(2);
+                put_cmd_target(target, out);
+                out.push(shape);
+            }
+            CmdOp::Despawn { target } => {
+                out.push(3);
+                put_cmd_target(target, out);
+            }
+        }
+    }
+}
+
+/// Opcodes: the first byte of an operation without its high bit, modulo [`OPCODES`]; the
+/// high bit arms the bomb fuse where that means something.
+const OPCODES: u8 = 20;
+
+/// The one opcode byte (without the high bit) that clears the world.
+const CLEAR: u8 = 114;
+
+impl Op {
+    /// Reads one operation, or `None` when the input is used up.
+    pub fn decode(src: &mut impl Source) -> Option<Op> {
+        let code = src.byte()?;
+        let armed = code & 0x80 != 0;
+        Some(match (code & 0x7f) % OPCODES {
+            0 | 1 => Op::Spawn {
+                shape: src.byte()?,
+                seed: src.u16()?,
+            },
+            2 => Op::SpawnBatch {
+                shape: src.byte()?,
+                count: src.byte()?,
+                seed: src.u16()?,
+            },
+            3 | 4 => Op::Insert {
+                target: src.u16()?,
+                shape: src.byte()?,
+                seed: src.u16()?,
+            },
+            5 => Op::InsertOne {
+                target: src.u16()?,
+                kind: src.byte()?,
+                seed: src.u16()?,
+                armed,
+            },
+            6 | 7 => Op::Remove {
+                target: src.u16()?,
+                shape: src.byte()?,
+            },
+            8 => Op::RemoveOne {
+                target: src.u16()?,
+                kind: src.byte()?,
+            },
+            9 | 10 => Op::Despawn {
+                target: src.u16()?,
+                armed,
+            },
+            11 => Op::Overwrite {
+                target: src.u16()?,
+                kind: src.byte()?,
+                seed: src.u16()?,
+            },
+            12 => Op::Reserve { count: src.byte()? },
+            13 => Op::Batch {
+                insert: armed,
+                shape: src.byte()?,
+                pick: src.byte()?,
+                seed: src.u16()?,
+            },
+            // Clearing is drastic: only 2 of the 12 bytes that land here clear.
+            14 if code & 0x7f == CLEAR => Op::Clear { armed },
+            14 => Op::Flush,
+            15 => Op::Query { which: src.byte()? },
+            16 | 17 => {
+                let schedule = src.byte()?;
+                let counts = src.byte()?;
+                let panic = counts & 0x80 != 0;
+                let cmds = (0..(counts & 0x0f) % (MAX_DECODED_CMDS + 1))
+                    .map(|_| CmdOp::decode(src))
+                    .collect::<Option<Vec<_>>>()?;
+                let events = (0..(counts >> 4) & 0x03)
+                    .map(|_| src.byte())
+                    .collect::<Option<Vec<_>>>()?;
+                Op::Run {
+                    schedule,
+                    cmds,
+                    panic,
+                    events,
+                }
+            }
+            18 => Op::SendEvent { value: src.byte()? },
+            _ => Op::UpdateEvents,
+        })
+    }
+
+    /// Appends the bytes [`decode`](Self::decode) reads back as `self`. `Run` keeps at most
+    /// [`MAX_DECODED_CMDS`] commands and 3 events.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let arm = |armed: bool| if armed { 0x80 } else { 0 };
+        match self {
+            Op::Spawn { shape, seed } => {
+                out.extend([0, *shape]);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::SpawnBatch { shape, count, seed } => {
+                out.extend([2, *shape, *count]);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::Insert { target, shape, seed } => {
+                out.push(3);
+                out.extend(target.to_le_bytes());
+                out.push(*shape);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::InsertOne {
+                target,
+                kind,
+                seed,
+                armed,
+            } => {
+                out.push(5 | arm(*armed));
+                out.extend(target.to_le_bytes());
+                out.push(*kind);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::Remove { target, shape } => {
+                out.push(6);
+                out.extend(target.to_le_bytes());
+                out.push(*shape);
+            }
+            Op::RemoveOne { target, kind } => {
+                out.push(8);
+                out.extend(target.to_le_bytes());
+                out.push(*kind);
+            }
+            Op::Despawn { target, armed } => {
+                out.push(9 | arm(*armed));
+                out.extend(target.to_le_bytes());
+            }
+            Op::Overwrite { target, kind, seed } => {
+                out.push(11);
+                out.extend(target.to_le_bytes());
+                out.push(*kind);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::Reserve { count } => out.extend([12, *count]),
+            Op::Batch {
+                insert,
+                shape,
+                pick,
+                seed,
+            } => {
+                out.extend([13 | arm(*insert), *shape, *pick]);
+                out.extend(seed.to_le_bytes());
+            }
+            Op::Flush => out.push(14),
+            Op::Clear { armed } => out.push(CLEAR | arm(*armed)),
+            Op::Query { which } => out.extend([15, *which]),
+            Op::Run {
+                schedule,
+                cmds,
+                panic,
+                events,
+            } => {
+                let cmds = &cmds[..cmds.len().min(usize::from(MAX_DECODED_CMDS))];
+                let events = &events[..events.len().min(3)];
+                let counts = cmds.len() as u8 | (events.len() as u8) << 4 | if *panic { 0x80 } else { 0 };
+                out.extend([16, *schedule, counts]);
+                for cmd in cmds {
+                    cmd.encode(out);
+                }
+                out.extend(events);
+            }
+            Op::SendEvent { value } => out.extend([18, *value]),
+            Op::UpdateEvents => out.push(19),
+        }
+    }
+}
+
+/// The bytes that decode to `ops`.
+pub fn encode_all(ops: &[Op]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for op in ops {
+        op.encode(&mut out);
+    }
+    out
+}
