@@ -123,6 +123,18 @@ pub fn check_entity(world: &World, entity: Entity, row: &Row) {
         row.iter().flatten().count(),
         "{entity:?} component count"
     );
+    // The same index and generation as another world would have made it: refused as such.
+    let alien = Entity::from_bits(entity.to_bits() ^ (1 << 56)).expect("a nonzero generation");
+    let wrong = EntityError::WrongWorld {
+        entity: alien,
+        world: world.tag(),
+    };
+    assert!(
+        !world.contains(alien),
+        "{alien:?} of another world is not alive here"
+    );
+    assert_eq!(world.get::<Pos>(alien), Err(wrong));
+    assert!(matches!(world.entity(alien), Err(error) if error == wrong));
 }
 
 /// Checks that `entity` is not alive.

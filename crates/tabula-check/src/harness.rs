@@ -40,9 +40,15 @@ use crate::source::{Bytes, Rng, Source};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ping(pub u32);
 
-/// An id never handed out: its index lies far past any slot a run can reach.
+/// The tag of the harness's world: fixed, so that a run's ids do not depend on how many
+/// worlds the process made before it, and so that [`never_issued`] is this world's.
+const WORLD_TAG: u8 = 0;
+
+/// An id of the harness's world never handed out: its index lies far past any slot a run
+/// can reach.
 fn never_issued() -> Entity {
-    Entity::from_bits((5 << 32) | 0x00ff_fff0).expect("a nonzero generation")
+    let word = (u64::from(WORLD_TAG) << 24) | 5;
+    Entity::from_bits((word << 32) | 0x00ff_fff0).expect("a nonzero generation")
 }
 
 /// An entity a recorded command aims at, resolved as far as the harness can before the run.
@@ -238,7 +244,7 @@ impl Harness {
     pub fn new() -> Self {
         install_panic_hook();
         let shared = Arc::new(Shared::default());
-        let mut world = World::new();
+        let mut world = World::with_tag(WORLD_TAG);
         world.insert_resource(Script {
             shared: shared.clone(),
             ..Script::default()
