@@ -15,7 +15,9 @@
 //!   systems (integrate, steer through `par_for_each`, regen, fire, age, expire, hit, census)
 //!   making ~660 spawns, ~660 despawns and ~625 damage commands a frame. `tabula_<n>t` runs
 //!   the schedule inside a rayon pool of n threads (1, 2, 4, 8), each on its own world;
-//!   `raw` is the same frame written by hand over plain `Vec`s, serially. The setup checks
+//!   `raw` is the same frame written by hand over plain `Vec`s, serially; `raw_par_<n>t`
+//!   runs it with its steer loop through rayon's `par_iter_mut` in a pool of n threads (the
+//!   hand-written counterpart of the frame's one `par_for_each`). The setup checks
 //!   that every thread count leaves the same world (digest of entity ids and all state).
 //!
 //! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
@@ -380,10 +382,12 @@ fn busy_systems(c: &mut Criterion) {
 /// The thread counts `game_frame` runs at, each in its own rayon pool.
 const FRAME_THREADS: [usize; 4] = [1, 2, 4, 8];
 
-/// One world and schedule per thread count (in [`FRAME_THREADS`] order), and the raw game.
+/// One world and schedule per thread count (in [`FRAME_THREADS`] order), the raw game, and
+/// the raw game with a parallel steer for 1 and 2 threads.
 struct FrameState {
     worlds: Vec<(World, Schedule)>,
     raw: RawGame,
+    raw_par: [RawGame; 2],
 }
 
 impl Rounds for FrameState {}
@@ -428,7 +432,8 @@ fn game_frame(c: &mut Criterion) {
         for _ in 0..WARM_FRAMES {
             raw.frame();
         }
-        FrameState { worlds, raw }
+        let raw_par = [raw.clone(), raw.clone()];
+        FrameState { worlds, raw, raw_par }
     });
     // Not timed: every thread count leaves the same world, ids included.
     for state in &mut states {
@@ -464,6 +469,8 @@ fn game_frame(c: &mut Criterion) {
     };
     bench_group!(c, "game_frame", &mut states, [
         "raw" => |s: &mut FrameState| s.raw.frame();
+        "raw_par_1t" => |s: &mut FrameState| p1.install(|| s.raw_par[0].frame_par());
+        "raw_par_2t" => |s: &mut FrameState| p2.install(|| s.raw_par[1].frame_par());
         "tabula_1t" => |s: &mut FrameState| {
             let (world, schedule) = &mut s.worlds[0];
             p1.install(|| schedule.run(world))

@@ -68,6 +68,18 @@ fn same_final_state_at_every_thread_count() {
         "raw {:?}, tabula {tally:?}",
         raw.counts
     );
+    // The baseline with its steer on two threads plays the same game.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let mut par = setup.raw();
+    pool.install(|| {
+        for _ in 0..FRAMES {
+            par.frame_par();
+        }
+    });
+    assert_eq!(
+        (par.counts, par.units(), par.bullets()),
+        (raw.counts, raw.units(), raw.bullets())
+    );
 }
 
 #[test]
