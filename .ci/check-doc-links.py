@@ -47,8 +47,6 @@ KNOWN_UNLINKED = {
     # tabula-schedule's markers that keep its blanket impls of `IntoSystem`,
     # `IntoSystemConfigs`, `IntoSetConfigs` and `IntoSystemSet` apart; never named by users.
     "IsSystem", "IsTuple", "IsSet", "IsFunction", "IsFunctionSystem", "IsExclusiveSystem",
-    # The payloads of `SystemConfigs::One` and `SetConfigs::One`: private fields, no methods.
-    "SystemConfig", "SetConfig",
 }
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

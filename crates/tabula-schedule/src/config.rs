@@ -30,7 +30,8 @@ pub(crate) struct Graph {
     pub(crate) no_auto_sync: bool,
 }
 
-/// One system with its configuration.
+/// One system with its configuration: what [`IntoSystemConfigs`] makes of a system, held by
+/// [`SystemConfigs::One`]. Opaque; configure it through `IntoSystemConfigs`' methods.
 pub struct SystemConfig {
     pub(crate) system: BoxedSystem,
     pub(crate) graph: Graph,
@@ -196,7 +197,8 @@ tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7, S8 M8, S9
 // ---------------------------------------------------------------------------------------
 // Sets
 
-/// One set with its configuration.
+/// One set with its configuration: what [`IntoSetConfigs`] makes of a set, held by
+/// [`SetConfigs::One`]. Opaque; configure it through `IntoSetConfigs`' methods.
 pub struct SetConfig {
     pub(crate) set: SetKey,
     pub(crate) graph: Graph,

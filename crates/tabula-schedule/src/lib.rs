@@ -56,7 +56,9 @@ mod system;
 mod trace;
 
 pub use access::SystemAccess;
-pub use config::{BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
+pub use config::{
+    BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfig, SetConfigs, SystemConfig, SystemConfigs,
+};
 pub use executor::ExecutorKind;
 pub use graph::ScheduleBuildError;
 pub use param::{
