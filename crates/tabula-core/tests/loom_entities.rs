@@ -25,7 +25,8 @@ use tabula_core::{Entity, World};
 /// A world with `live` entities alive and `freed` more spawned then despawned, so that the
 /// free list holds `freed` slots. Returns the world, the live handles and the stale ones.
 fn populated(live: usize, freed: usize) -> (World, Vec<Entity>, Vec<Entity>) {
-    let mut world = World::new();
+    // One tag for every world built here, so that two built alike hand out equal ids.
+    let mut world = World::with_tag(0);
     let all: Vec<Entity> = (0..live + freed).map(|i| world.spawn((i as u32,))).collect();
     let (alive, stale) = all.split_at(live);
     for &entity in stale {
