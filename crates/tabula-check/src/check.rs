@@ -137,6 +137,21 @@ pub fn check_entity(world: &World, entity: Entity, row: &Row) {
     assert!(matches!(world.entity(alien), Err(error) if error == wrong));
 }
 
+/// Checks that every `Tracked` and `Bomb` made is either stored in the world (as the model
+/// says) or dropped, once.
+fn check_drop_counts(model: &Model, shared: &Shared) {
+    assert_eq!(
+        shared.tracked_alive(),
+        model.count_of(Tracked::KIND) as isize,
+        "Tracked values: made - dropped"
+    );
+    assert_eq!(
+        shared.bombs_alive(),
+        model.count_of(Bomb::KIND) as isize,
+        "Bomb values: made - dropped"
+    );
+}
+
 /// Checks that `entity` is not alive.
 pub fn check_dead(world: &World, entity: Entity) {
     assert!(!world.contains(entity), "{entity:?} should not be alive");
@@ -266,17 +281,7 @@ impl Checker {
             "query (Entity, Option<&Small>, Has<Tag>), Or<(With<Name>, Without<Hp>)>"
         );
 
-        // Every `Tracked` and `Bomb` made is either stored in the world or dropped, once.
-        assert_eq!(
-            shared.tracked_alive(),
-            model.count_of(Tracked::KIND) as isize,
-            "Tracked values: made - dropped"
-        );
-        assert_eq!(
-            shared.bombs_alive(),
-            model.count_of(Bomb::KIND) as isize,
-            "Bomb values: made - dropped"
-        );
+        check_drop_counts(model, shared);
     }
 
     /// A cheap check for long runs: the counts, and `sample` live entities in full.
@@ -300,15 +305,6 @@ impl Checker {
             check_dead(world, entity);
         }
         assert!(world.archetypes().len() <= MAX_ARCHETYPES + 1);
-        assert_eq!(
-            shared.tracked_alive(),
-            model.count_of(Tracked::KIND) as isize,
-            "Tracked values: made - dropped"
-        );
-        assert_eq!(
-            shared.bombs_alive(),
-            model.count_of(Bomb::KIND) as isize,
-            "Bomb values: made - dropped"
-        );
+        check_drop_counts(model, shared);
     }
 }

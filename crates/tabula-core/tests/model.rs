@@ -21,13 +21,7 @@ use tabula_core::{
 };
 
 mod common;
-use common::Rng;
-
-/// A handle of `world`'s with this index and generation, never handed out by it.
-fn forge(world: &World, index: u32, generation: u32) -> Entity {
-    let word = (u32::from(world.tag()) << 24) | generation;
-    Entity::from_bits(u64::from(index) | (u64::from(word) << 32)).expect("nonzero generation")
-}
+use common::{Rng, forge};
 
 // ---------------------------------------------------------------------------------------------
 // Component types: plain data, a ZST, a heap-owning type, an over-aligned type, a one-byte

@@ -6,19 +6,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use tabula_core::{Entity, EntityError, World};
 
+mod common;
+use common::{MAX_GENERATION, forge};
+
 #[derive(Debug, PartialEq)]
 struct Pos(u64);
 #[derive(Debug, PartialEq)]
 struct Tag;
-
-/// The largest generation a handle can have (24 bits; the 8 above hold the world tag).
-const MAX_GENERATION: u32 = (1 << 24) - 1;
-
-/// A handle of `world`'s with this index and generation (`generation <= MAX_GENERATION`).
-fn forged(world: &World, index: u32, generation: u32) -> Entity {
-    let word = (u32::from(world.tag()) << 24) | generation;
-    Entity::from_bits(u64::from(index) | (u64::from(word) << 32)).unwrap()
-}
 
 #[test]
 fn view_rejects_every_handle_that_is_not_live() {
@@ -38,7 +32,7 @@ fn view_rejects_every_handle_that_is_not_live() {
     // The despawned handle, and a handle from the future of its free slot (the generation
     // the slot's next entity will get): the slot is unplaced, so neither matches.
     assert_eq!(view.get(es[3]), Err(EntityError::NoSuchEntity(es[3])));
-    let future = forged(&world, es[3].index(), es[3].generation() + 1);
+    let future = forge(&world, es[3].index(), es[3].generation() + 1);
     assert_eq!(view.get(future), Err(EntityError::NoSuchEntity(future)));
     // Ids reserved while the view lives (through `&World`): the free slot and a fresh one,
     // neither placed until a flush.
@@ -53,11 +47,11 @@ fn view_rejects_every_handle_that_is_not_live() {
     }
     // Index `u32::MAX` (what an unplaced slot holds), a huge index, and a wrong generation.
     for e in [
-        forged(&world, u32::MAX, 1),
-        forged(&world, u32::MAX, MAX_GENERATION),
-        forged(&world, u32::MAX - 1, 1),
-        forged(&world, es[0].index(), 2),
-        forged(&world, es[0].index(), MAX_GENERATION),
+        forge(&world, u32::MAX, 1),
+        forge(&world, u32::MAX, MAX_GENERATION),
+        forge(&world, u32::MAX - 1, 1),
+        forge(&world, es[0].index(), 2),
+        forge(&world, es[0].index(), MAX_GENERATION),
     ] {
         assert_eq!(view.get(e), Err(EntityError::NoSuchEntity(e)), "{e:?}");
         assert!(!world.contains(e));

@@ -3,6 +3,18 @@
 // Each test binary uses a different subset.
 #![allow(dead_code)]
 
+use tabula_core::{Entity, World};
+
+/// The largest generation a handle can have (24 bits; the 8 above hold the world tag).
+pub const MAX_GENERATION: u32 = (1 << 24) - 1;
+
+/// A handle of `world`'s with this index and generation (`1..=MAX_GENERATION`), whether or not
+/// the world ever handed it out.
+pub fn forge(world: &World, index: u32, generation: u32) -> Entity {
+    let word = (u32::from(world.tag()) << 24) | generation;
+    Entity::from_bits(u64::from(index) | (u64::from(word) << 32)).expect("nonzero generation")
+}
+
 /// Random numbers: SplitMix64, so sequences reproduce from a seed on every platform.
 pub struct Rng(pub u64);
 
