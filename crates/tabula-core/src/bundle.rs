@@ -5,7 +5,7 @@
 //! and writes the fields straight into the destination columns with typed stores — no
 //! per-component dispatch on the hot path.
 
-use std::any::{Any, TypeId, type_name};
+use std::any::{TypeId, type_name};
 
 use crate::change::{ComponentTicks, Tick};
 use crate::component::{Component, ComponentId, Components, TypeIdMap};
@@ -71,7 +71,11 @@ pub(crate) mod sealed {
         /// # Safety
         /// `columns[i]` is a column of `table` storing field `i`'s type, all distinct, and
         /// `row` is a freshly pushed, uninitialised row of `table`.
-        unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick);
+        #[inline]
+        unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
+            // SAFETY: the caller's contract covers both calls; the table does not grow between.
+            unsafe { self.write_at(Self::columns(table, columns), row, tick) }
+        }
 
         /// The typed column pointers of the fields, for [`write_at`](Self::write_at).
         type Columns: Copy;
@@ -89,22 +93,6 @@ pub(crate) mod sealed {
         /// As for `write_new`; `columns` came from [`columns`](Self::columns) on this table,
         /// which has not grown since.
         unsafe fn write_at(self, columns: Self::Columns, row: usize, tick: Tick);
-
-        /// Moves each of `bundles` into the next uninitialised row from `first` on, stamping
-        /// both ticks, and returns how many rows it wrote. The column pointers are looked up
-        /// once, not per row as with `write_new`.
-        ///
-        /// # Safety
-        /// As for `write_new`, for every row written; the rows from `first` on are within
-        /// `table`'s capacity for as many bundles as `bundles` yields, and `bundles` does not
-        /// panic (a panic would leave written rows behind that no row list holds).
-        unsafe fn write_rows(
-            bundles: impl Iterator<Item = Self>,
-            table: &mut Table,
-            columns: &[u32],
-            first: usize,
-            tick: Tick,
-        ) -> usize;
 
         /// Moves every field into its column at `row`: fields with `replaced[i]` replace an
         /// initialised value (which is dropped after all fields are written), the others fill
@@ -133,9 +121,6 @@ pub(crate) mod sealed {
         /// Whether some field is of type `type_id`. For a `TypeId::of` constant this folds to
         /// a constant once inlined.
         fn has_type(type_id: TypeId) -> bool;
-
-        /// The field of type `T`, if there is one.
-        fn field<T: 'static>(&self) -> Option<&T>;
     }
 }
 
@@ -330,28 +315,6 @@ macro_rules! tuple_bundle {
                 false $(|| TypeId::of::<$name>() == type_id)*
             }
 
-            fn field<T: 'static>(&self) -> Option<&T> {
-                $(
-                    if let Some(field) = (&self.$index as &dyn Any).downcast_ref::<T>() {
-                        return Some(field);
-                    }
-                )*
-                None
-            }
-
-            #[inline]
-            unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
-                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
-                $(
-                    // SAFETY: `columns` has one entry per field, naming a column of `table` that
-                    // stores field `i`'s type, where `row` is free (the caller's contract).
-                    unsafe {
-                        let column = *columns.get_unchecked($index) as usize;
-                        table.column_unchecked_mut(column).write_value::<$name>(row, self.$index, tick);
-                    }
-                )*
-            }
-
             type Columns = ($(TypedColumn<$name>,)*);
 
             #[inline]
@@ -380,42 +343,6 @@ macro_rules! tuple_bundle {
                         columns.$index.ticks.add(row).write(ComponentTicks::new(tick));
                     }
                 )*
-            }
-
-            #[inline]
-            unsafe fn write_rows(
-                bundles: impl Iterator<Item = Self>,
-                table: &mut Table,
-                columns: &[u32],
-                first: usize,
-                tick: Tick,
-            ) -> usize {
-                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
-                let data = ($(
-                    // SAFETY: `columns` has one entry per field, naming a column of `table`
-                    // that stores field `i`'s type (the caller's contract).
-                    unsafe {
-                        let column = *columns.get_unchecked($index) as usize;
-                        table.column_unchecked_mut(column).data_ptr().cast::<$name>()
-                    },
-                )*);
-                let mut row = first;
-                for bundle in bundles {
-                    $(
-                        // SAFETY: `row` is a free slot within capacity of the column storing
-                        // this field's type (the caller's contract).
-                        unsafe { data.$index.add(row).write(bundle.$index) };
-                    )*
-                    row += 1;
-                }
-                $(
-                    // SAFETY: as above; rows `first..row` were just written.
-                    unsafe {
-                        let column = *columns.get_unchecked($index) as usize;
-                        table.column_unchecked_mut(column).stamp_rows(first..row, tick);
-                    }
-                )*
-                row - first
             }
 
             #[inline]

@@ -349,20 +349,6 @@ impl Column {
         }
     }
 
-    /// Sets both ticks of `rows` to `tick`, for rows whose values were just written.
-    ///
-    /// # Safety
-    /// `rows.end <= capacity` and `rows.start <= rows.end`.
-    #[inline]
-    pub(crate) unsafe fn stamp_rows(&mut self, rows: std::ops::Range<usize>, tick: Tick) {
-        // SAFETY: the tick array holds `capacity` pairs (plain data, so any slot may be
-        // overwritten); `rows` is within it (the caller's contract).
-        unsafe {
-            std::slice::from_raw_parts_mut(self.ticks.as_ptr().add(rows.start), rows.len())
-                .fill(ComponentTicks::new(tick));
-        }
-    }
-
     /// Replaces the typed value at `row`, marks it changed, and returns the old value.
     ///
     /// # Safety

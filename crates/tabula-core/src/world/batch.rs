@@ -176,17 +176,19 @@ impl World {
         // empty are exactly the bundle's (none is `replaced`), and the loop below fills them
         // at every new row: `rows` (or, when empty, `0..batch.len()`) are all of the source's
         // rows, each once, and row `r` landed at `start + r`. The entities from `start` on are
-        // the moved ones, all live. Nothing in between can panic (`write_new` only moves
+        // the moved ones, all live. Nothing in between can panic (`write_at` only moves
         // values), and the source is detached right after.
         unsafe {
             let start = src.table.move_all_rows(&mut dst.table, &edge.move_map, tick);
+            let columns = B::columns(&mut dst.table, &edge.bundle_columns);
+            let bundles = batch.into_iter().map(|(_, bundle)| bundle);
             if rows.is_empty() {
-                let bundles = batch.into_iter().map(|(_, bundle)| bundle);
-                B::write_rows(bundles, &mut dst.table, &edge.bundle_columns, start, tick);
+                for (row, bundle) in bundles.enumerate() {
+                    bundle.write_at(columns, start + row, tick);
+                }
             } else {
-                for ((_, bundle), &row) in batch.into_iter().zip(rows) {
-                    let dst_row = start + row as usize;
-                    bundle.write_new(&mut dst.table, &edge.bundle_columns, dst_row, tick);
+                for (bundle, &row) in bundles.zip(rows) {
+                    bundle.write_at(columns, start + row as usize, tick);
                 }
             }
             // The moved entities, in their new rows.
