@@ -30,13 +30,6 @@ pub(crate) struct RecentMove {
     edge: u32,
 }
 
-/// The two kinds of edge, for the code both share.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum EdgeKind {
-    Insert,
-    Remove,
-}
-
 /// The edge in `bundle`'s slot, if it has one.
 // One test for both misses: a slot past the end reads as `NO_EDGE`. (Chaining `get` and
 // `filter` instead kept an `Option` discriminant alive, four more instructions per lookup.)
@@ -125,7 +118,8 @@ impl Archetypes {
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
-        self.edge_of::<B>(EdgeKind::Insert, registry, bundles, source)
+        let bundle = bundles.id_of::<B>(registry);
+        self.insert_edge(registry, source, bundles, bundle)
     }
 
     /// The edge for removing bundle type `B` from entities of `source`, as
@@ -137,12 +131,13 @@ impl Archetypes {
         bundles: &mut Bundles,
         source: ArchetypeId,
     ) -> usize {
-        self.edge_of::<B>(EdgeKind::Remove, registry, bundles, source)
+        let bundle = bundles.id_of::<B>(registry);
+        self.remove_edge(registry, source, bundles, bundle)
     }
 
     /// The edge for inserting (with `remove`, removing) bundle type `B` from `source`, when
     /// `B` is the bundle type `bundles` looked up last and the edge exists: the lookup of
-    /// [`edge_of`](Self::edge_of) without its slow half, for the call-free fast paths of
+    /// [`insert_edge_of`](Self::insert_edge_of) without its slow half, for the call-free fast paths of
     /// insert and remove.
     ///
     /// # Safety
@@ -199,23 +194,6 @@ impl Archetypes {
                 edge: edge as u32,
             },
         );
-    }
-
-    /// [`insert_edge_of`](Self::insert_edge_of) or [`remove_edge_of`](Self::remove_edge_of);
-    /// `kind` is a constant once inlined.
-    #[inline(always)]
-    fn edge_of<B: Bundle>(
-        &mut self,
-        kind: EdgeKind,
-        registry: &mut Components,
-        bundles: &mut Bundles,
-        source: ArchetypeId,
-    ) -> usize {
-        let bundle = bundles.id_of::<B>(registry);
-        match kind {
-            EdgeKind::Insert => self.insert_edge(registry, source, bundles, bundle),
-            EdgeKind::Remove => self.remove_edge(registry, source, bundles, bundle),
-        }
     }
 
     /// The edge for inserting `bundle` into entities of `source`, computed on first use.
