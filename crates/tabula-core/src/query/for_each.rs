@@ -54,29 +54,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// seen.sort();
     /// assert_eq!(seen, [10, 12]);
     /// ```
-    pub fn for_each(&mut self, world: &mut World, mut f: impl FnMut(D::Item<'_>)) {
+    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
         let ticks = self.begin_run_mut(world);
-        let world = UnsafeWorldCell::new_mutable(world);
-        let mut plain = false;
+        self.update_plan(world);
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
-        // date, and its access was checked for self-aliasing when built; only the structure
-        // is read through the reference.
-        unsafe {
-            self.for_each_archetype_mut(
-                world.world(),
-                ticks,
-                // Inlined where each walk calls it. As a function of its own it takes the
-                // fetch through memory the column writes might alias, so the row loop reloads
-                // it every row and does not vectorise: a swap through `(&mut A, &mut B)` ran
-                // 10x slower (the `schedule` bench, from b00495e to this fix).
-                #[inline(always)]
-                |mut data, mut filter, len| {
-                    // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by
-                    // this thread alone.
-                    run_rows::<D, F>(&mut data, &mut filter, 0..len, Marks::Whole, &mut plain, &mut f);
-                },
-            );
-        }
+        // date, and its access was checked for self-aliasing when built.
+        unsafe { self.for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
     }
 
     /// [`for_each`](Self::for_each) through an [`UnsafeWorldCell`], for schedulers.
@@ -96,7 +79,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             self.for_each_archetype(
                 world.world(),
                 ticks,
-                // Inlined, as in `for_each`.
+                // Inlined where each walk calls it. As a function of its own it takes the
+                // fetch through memory the column writes might alias, so the row loop reloads
+                // it every row and does not vectorise: a swap through `(&mut A, &mut B)` ran
+                // 10x slower (the `schedule` bench, from b00495e to this fix).
                 #[inline(always)]
                 |mut data, mut filter, len| {
                     // SAFETY: rows `0..len` are all of the archetype's live rows, visited once, by

@@ -8,8 +8,8 @@
 //! [prepared](super::WorldQuery::prepare) pointers of every term and the row count in one
 //! dense array, made at one *shape* of the world (see `ArchetypeList::shape`). A pass whose
 //! world still has that shape reads the array straight through. Otherwise it walks the
-//! archetypes as before, and `for_each` / `for_each_chunk` (which hold the state mutably)
-//! record the plan on the way when the world has settled: when the previous pass saw the
+//! archetypes as before. `for_each` / `for_each_chunk` (which hold the state mutably) make
+//! the plan again before a pass when the world has settled: when the previous pass saw the
 //! same shape. Making a plan costs about what it saves on one pass, so a world that changes
 //! before every pass never pays for plans it cannot use.
 //!
@@ -36,7 +36,7 @@ pub(crate) struct Planned<DP, FP> {
 pub(crate) struct RunPlan<DP, FP> {
     /// The shape the entries were read at; `None` before the first plan.
     shape: Option<u64>,
-    /// The shape the previous pass (or `update_plan`) saw.
+    /// The shape the previous `update_plan` saw (whole passes call it too).
     seen: Option<u64>,
     entries: Vec<Planned<DP, FP>>,
 }
@@ -57,16 +57,6 @@ impl<DP, FP> RunPlan<DP, FP> {
     pub(crate) fn at(&self, shape: u64) -> Option<&[Planned<DP, FP>]> {
         (self.shape == Some(shape)).then_some(&self.entries[..])
     }
-
-    /// Whether a pass over a stale plan should make it again at `shape`: only when the
-    /// previous pass saw the same shape, i.e. the world has settled. Making a plan costs
-    /// about as much as the walk it saves on one pass (about 1.5 ns per archetype), so a
-    /// world that changes between every two passes keeps walking, as cheap as before plans
-    /// existed, and a settled one pays for one plan and then reads it.
-    #[inline]
-    fn worth_making(&mut self, shape: u64) -> bool {
-        self.seen.replace(shape) == Some(shape)
-    }
 }
 
 impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
@@ -75,8 +65,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// changed since the plan was made but not since the previous call (the world has
     /// settled), reads the column pointers of the non-empty archetypes again.
     ///
-    /// [`for_each`](Self::for_each) and [`for_each_chunk`](Self::for_each_chunk) need not
-    /// call it: they make the plan on the way through a pass, by the same rule. A scheduler
+    /// [`for_each`](Self::for_each) and [`for_each_chunk`](Self::for_each_chunk) call it
+    /// before their pass, which then reads the plan when it is fresh. A scheduler
     /// calls it before running a system, so that
     /// [`for_each_unchecked`](Self::for_each_unchecked) reads the plan; without a fresh
     /// plan, that pass finds each archetype's columns itself, as fast as before plans
@@ -88,7 +78,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     pub fn update_plan(&mut self, world: &World) {
         self.update_archetypes(world);
         let shape = world.archetype_shape();
-        if self.plan.shape != Some(shape) && self.plan.worth_making(shape) {
+        // A stale plan is made again only when the previous call saw the same shape, i.e.
+        // the world has settled. Making a plan costs about as much as the walk it saves on
+        // one pass (about 1.5 ns per archetype), so a world that changes between every two
+        // passes keeps walking, as cheap as before plans existed, and a settled one pays for
+        // one plan and then reads it.
+        if self.plan.shape != Some(shape) && self.plan.seen.replace(shape) == Some(shape) {
             self.make_plan(world, shape);
         }
     }
@@ -96,8 +91,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     #[inline(never)]
     fn make_plan(&mut self, world: &World, shape: u64) {
         let archetypes = world.archetype_list();
-        let mut entries = std::mem::take(&mut self.plan.entries);
-        entries.clear();
+        self.plan.entries.clear();
         // SAFETY: the archetypes were just brought up to date for this world.
         for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
             // SAFETY: the caches came from matching this archetype.
@@ -107,57 +101,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     F::prepare(matched.filter, archetype),
                 )
             };
-            entries.push(Planned { data, filter, len });
+            self.plan.entries.push(Planned { data, filter, len });
         }
-        self.plan.entries = entries;
         self.plan.shape = Some(shape);
-    }
-
-    /// Walks the non-empty matched archetypes, calling `pass` with each one's fetches, and
-    /// records the plan for `record` on the way when it is `Some`.
-    ///
-    /// # Safety
-    /// As for [`for_each_archetype`](Self::for_each_archetype); `record`, when given, is
-    /// the world's current shape.
-    #[inline(always)]
-    unsafe fn walk<'w>(
-        &mut self,
-        world: &'w World,
-        record: Option<u64>,
-        mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
-        ticks: RunTicks,
-    ) {
-        let archetypes = world.archetype_list();
-        let plan = &mut self.plan;
-        if record.is_some() {
-            // Stale until complete: `pass` may unwind.
-            plan.shape = None;
-            plan.entries.clear();
-        }
-        // SAFETY: up to date (the caller's contract).
-        for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
-            // SAFETY: the caches came from matching this archetype.
-            let (data, filter) = unsafe {
-                (
-                    D::prepare(matched.data, archetype),
-                    F::prepare(matched.filter, archetype),
-                )
-            };
-            if record.is_some() {
-                plan.entries.push(Planned { data, filter, len });
-            }
-            // SAFETY: just read from the archetype; the caller holds the access.
-            unsafe {
-                pass(
-                    D::fetch_prepared(data, ticks),
-                    F::fetch_prepared(filter, ticks),
-                    len,
-                )
-            };
-        }
-        if record.is_some() {
-            plan.shape = record;
-        }
     }
 
     /// Calls `pass` with the fetches of every non-empty matched archetype and its row
@@ -175,9 +121,17 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
     ) {
         if let Some(entries) = self.plan.at(world.archetype_shape()) {
-            // SAFETY: the plan was made at the world's current shape; the caller holds the
-            // access.
-            unsafe { run_plan::<D, F>(entries, ticks, pass) };
+            for planned in entries {
+                // SAFETY: the plan was made at the world's current shape, so its pointers and
+                // lengths still hold; the caller holds the access.
+                unsafe {
+                    pass(
+                        D::fetch_prepared(planned.data, ticks),
+                        F::fetch_prepared(planned.filter, ticks),
+                        planned.len,
+                    );
+                }
+            }
             return;
         }
         let archetypes = world.archetype_list();
@@ -192,53 +146,6 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     len,
                 );
             }
-        }
-    }
-
-    /// [`for_each_archetype`](Self::for_each_archetype) with the state held mutably: a
-    /// stale plan is made again during the pass when the world has settled (see
-    /// `RunPlan::worth_making`); otherwise the pass walks the archetypes.
-    ///
-    /// # Safety
-    /// As for `for_each_archetype`.
-    #[inline(always)]
-    pub(crate) unsafe fn for_each_archetype_mut<'w>(
-        &mut self,
-        world: &'w World,
-        ticks: RunTicks,
-        pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
-    ) {
-        let shape = world.archetype_shape();
-        if let Some(entries) = self.plan.at(shape) {
-            // SAFETY: as in `for_each_archetype`.
-            unsafe { run_plan::<D, F>(entries, ticks, pass) };
-            return;
-        }
-        let record = self.plan.worth_making(shape).then_some(shape);
-        // SAFETY: the caller's contract; `record` is the current shape.
-        unsafe { self.walk(world, record, pass, ticks) };
-    }
-}
-
-/// Calls `pass` on each planned archetype's fetches.
-///
-/// # Safety
-/// The plan was made at the world's current shape, and the caller holds the query's access
-/// for `'w`.
-#[inline(always)]
-unsafe fn run_plan<'w, D: QueryData, F: QueryFilter>(
-    entries: &[Planned<D::Prepared, F::Prepared>],
-    ticks: RunTicks,
-    mut pass: impl FnMut(D::Fetch<'w>, F::Fetch<'w>, usize),
-) {
-    for planned in entries {
-        // SAFETY: the pointers and lengths still hold at this shape (the caller's contract).
-        unsafe {
-            pass(
-                D::fetch_prepared(planned.data, ticks),
-                F::fetch_prepared(planned.filter, ticks),
-                planned.len,
-            );
         }
     }
 }

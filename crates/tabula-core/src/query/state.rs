@@ -271,20 +271,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// let sum: f32 = world.query::<&f32>().iter(&world).sum();
     /// assert_eq!(sum, 90.0);
     /// ```
-    pub fn for_each_chunk(&mut self, world: &mut World, mut f: impl FnMut(D::Chunk<'_>))
+    pub fn for_each_chunk(&mut self, world: &mut World, f: impl FnMut(D::Chunk<'_>))
     where
         F: ArchetypeFilter,
     {
         let ticks = self.begin_run_mut(world);
-        let world = UnsafeWorldCell::new_mutable(world);
-        // SAFETY: `&mut World` is exclusive, and the access was checked at build time; only
-        // the structure is read through the reference.
-        unsafe {
-            self.for_each_archetype_mut(world.world(), ticks, |mut fetch, _, len| {
-                // SAFETY: each archetype's chunk is handed out once.
-                f(D::fetch_chunk(&mut fetch, len));
-            });
-        }
+        self.update_plan(world);
+        // SAFETY: `&mut World` is exclusive, and the access was checked at build time.
+        unsafe { self.for_each_chunk_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
     }
 
     /// [`for_each_chunk`](Self::for_each_chunk) through an [`UnsafeWorldCell`].
