@@ -1,8 +1,10 @@
 //! [`QueryIter`]: walks the matched archetypes, and inside each, its rows.
 
+use std::ops::Range;
+
 use super::fetch::QueryData;
 use super::filter::QueryFilter;
-use super::state::{Matched, QueryState};
+use super::state::{Matched, QueryState, fetch_matched, non_empty};
 use crate::archetype::Archetype;
 use crate::change::RunTicks;
 use crate::world::UnsafeWorldCell;
@@ -62,9 +64,10 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
         }
     }
 
-    /// Advances to the next row that passes the filter, leaving it at `self.row - 1`.
+    /// Advances to the next row that passes the filter, leaving it at `self.row - 1`; false
+    /// when no row is left.
     #[inline]
-    fn advance(&mut self) -> bool {
+    pub(crate) fn matches_more(&mut self) -> bool {
         loop {
             if let Some((_, filter)) = &mut self.current {
                 while self.row < self.len {
@@ -85,34 +88,29 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
             // Empty archetypes are skipped without building a fetch.
             self.current = (self.len > 0).then(|| {
                 // SAFETY: the cache came from matching this archetype; access per `new`.
-                unsafe {
-                    (
-                        D::fetch_archetype(matched.data, archetype, self.ticks),
-                        F::fetch_archetype(matched.filter, archetype, self.ticks),
-                    )
-                }
+                unsafe { fetch_matched::<D, F>(matched, archetype, self.ticks) }
             });
         }
     }
 
-    /// True when another row matches (consumes up to and including it).
-    pub(crate) fn matches_more(&mut self) -> bool {
-        self.advance()
+    /// The rows left, in the current archetype and the ones after it, before filtering.
+    fn rows_left(&self) -> usize {
+        let archetypes = self.archetypes;
+        (self.len - self.row)
+            + self
+                .matched
+                .clone()
+                .map(|m| archetypes[m.archetype.index()].len())
+                .sum::<usize>()
     }
 
     /// How many rows remain that match.
     pub(crate) fn count_matches(mut self) -> usize {
         if F::ARCHETYPAL {
-            let here = self.len - self.row;
-            let archetypes = self.archetypes;
-            return here
-                + self
-                    .matched
-                    .map(|m| archetypes[m.archetype.index()].len())
-                    .sum::<usize>();
+            return self.rows_left();
         }
         let mut n = 0;
-        while self.advance() {
+        while self.matches_more() {
             n += 1;
         }
         n
@@ -124,60 +122,62 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
 
     #[inline]
     fn next(&mut self) -> Option<D::Item<'w>> {
-        if !self.advance() {
+        if !self.matches_more() {
             return None;
         }
         let (data, _) = self.current.as_mut()?;
-        // SAFETY: `advance` left a live, passing row at `row - 1`; each row is yielded once.
+        // SAFETY: `matches_more` left a live, passing row at `row - 1`; each row is yielded once.
         Some(unsafe { D::fetch(data, self.row - 1) })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let archetypes = self.archetypes;
-        let upper = (self.len - self.row)
-            + self
-                .matched
-                .clone()
-                .map(|m| archetypes[m.archetype.index()].len())
-                .sum::<usize>();
+        let upper = self.rows_left();
         (if F::ARCHETYPAL { upper } else { 0 }, Some(upper))
     }
 
     /// The hot path behind `for_each`, `sum`, `count`...: one tight loop per archetype.
     #[inline]
-    fn fold<B, G>(mut self, init: B, mut g: G) -> B
+    fn fold<B, G>(self, init: B, mut g: G) -> B
     where
         G: FnMut(B, Self::Item) -> B,
     {
-        let mut acc = init;
-        if let Some((data, filter)) = &mut self.current {
-            for row in self.row..self.len {
-                // SAFETY: live rows of the current archetype, each yielded once.
-                unsafe {
-                    if F::ARCHETYPAL || F::filter_row(filter, row) {
-                        acc = g(acc, D::fetch(data, row));
-                    }
-                }
+        // SAFETY: the current archetype's rows from `row` on are live and not yet yielded;
+        // the later archetypes' caches came from matching them (the state is up to date,
+        // `new`'s contract), and their rows `0..len` are live and each yielded once; access
+        // per `new`.
+        unsafe {
+            let mut acc = match self.current {
+                Some(current) => fold_rows::<D, F, B>(init, current, self.row..self.len, &mut g),
+                None => init,
+            };
+            for (matched, archetype, len) in non_empty(self.matched.as_slice(), self.archetypes) {
+                let fetches = fetch_matched::<D, F>(matched, archetype, self.ticks);
+                acc = fold_rows::<D, F, B>(acc, fetches, 0..len, &mut g);
             }
+            acc
         }
-        for matched in self.matched {
-            let archetype = &self.archetypes[matched.archetype.index()];
-            let len = archetype.len();
-            if len == 0 {
-                continue;
-            }
-            // SAFETY: the caches came from matching this archetype; access per `new`; rows
-            // `0..len` are live and each yielded once.
-            unsafe {
-                let mut data = D::fetch_archetype(matched.data, archetype, self.ticks);
-                let mut filter = F::fetch_archetype(matched.filter, archetype, self.ticks);
-                for row in 0..len {
-                    if F::ARCHETYPAL || F::filter_row(&mut filter, row) {
-                        acc = g(acc, D::fetch(&mut data, row));
-                    }
-                }
-            }
-        }
-        acc
     }
+}
+
+/// Folds rows `rows` of one archetype, with its fetches, into `acc`.
+///
+/// # Safety
+/// The rows are live rows of the archetype the fetches are of, under the access
+/// [`QueryIter::new`] requires, and none of them is yielded elsewhere.
+#[inline(always)]
+unsafe fn fold_rows<'w, D: QueryData, F: QueryFilter, B>(
+    mut acc: B,
+    (mut data, mut filter): (D::Fetch<'w>, F::Fetch<'w>),
+    rows: Range<usize>,
+    g: &mut impl FnMut(B, D::Item<'w>) -> B,
+) -> B {
+    for row in rows {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if F::ARCHETYPAL || F::filter_row(&mut filter, row) {
+                acc = g(acc, D::fetch(&mut data, row));
+            }
+        }
+    }
+    acc
 }

@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use super::fetch::QueryData;
 use super::filter::QueryFilter;
 use super::for_each::{Marks, run_rows};
-use super::state::QueryState;
+use super::state::{QueryState, fetch_matched};
 use crate::archetype::Archetype;
 use crate::change::RunTicks;
 use crate::world::{UnsafeWorldCell, World};
@@ -129,12 +129,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                     // SAFETY: the caches came from matching this archetype; the caller holds the
                     // query's access; runs cover disjoint rows, so items on different threads
                     // never alias; components are `Send + Sync`.
-                    let (mut data, mut filter) = unsafe {
-                        (
-                            D::fetch_archetype(matched.data, archetype, ticks),
-                            F::fetch_archetype(matched.filter, archetype, ticks),
-                        )
-                    };
+                    let (mut data, mut filter) = unsafe { fetch_matched::<D, F>(matched, archetype, ticks) };
                     // The run goes through its rows in chunks, a loop around the row loop.
                     // That nesting is what gets the closure inlined: LLVM raises its inlining
                     // threshold for a call its block-frequency estimate calls hot, and a call in

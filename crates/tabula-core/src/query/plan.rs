@@ -20,7 +20,7 @@
 
 use super::fetch::QueryData;
 use super::filter::QueryFilter;
-use super::state::{QueryState, non_empty};
+use super::state::{QueryState, fetch_matched, non_empty};
 use crate::change::RunTicks;
 use crate::world::World;
 
@@ -139,13 +139,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         for (matched, archetype, len) in unsafe { non_empty(&self.matched, archetypes) } {
             // SAFETY: the caches came from matching this archetype; the caller holds the
             // access.
-            unsafe {
-                pass(
-                    D::fetch_archetype(matched.data, archetype, ticks),
-                    F::fetch_archetype(matched.filter, archetype, ticks),
-                    len,
-                );
-            }
+            let (data, filter) = unsafe { fetch_matched::<D, F>(matched, archetype, ticks) };
+            pass(data, filter, len);
         }
     }
 }

@@ -585,3 +585,24 @@ pub(crate) unsafe fn non_empty<'s, 'w, DC, FC>(
         (len > 0).then_some((matched, archetype, len))
     })
 }
+
+/// The fetches of one matched archetype, data and filter.
+///
+/// # Safety
+/// As for [`WorldQuery::fetch_archetype`](super::WorldQuery::fetch_archetype): `matched`
+/// came from matching `archetype`, and the caller holds the query's access to its rows for
+/// `'w`.
+#[inline(always)]
+pub(crate) unsafe fn fetch_matched<'w, D: QueryData, F: QueryFilter>(
+    matched: &Matched<D::Cache, F::Cache>,
+    archetype: &'w Archetype,
+    ticks: RunTicks,
+) -> (D::Fetch<'w>, F::Fetch<'w>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        (
+            D::fetch_archetype(matched.data, archetype, ticks),
+            F::fetch_archetype(matched.filter, archetype, ticks),
+        )
+    }
+}
