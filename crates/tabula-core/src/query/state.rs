@@ -331,8 +331,6 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<D::Item<'w>, QueryError> {
-        // SAFETY: structure only; the caller's contract covers the fetched data.
-        let world = unsafe { world.world() };
         // SAFETY: the state is up to date for this world (the caller's contract).
         let found = unsafe { self.locate(world, entity, ticks) }?;
         // SAFETY: forwarded contract.
@@ -377,8 +375,6 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 return Err(QueryError::AliasedMutability(*entity));
             }
         }
-        // SAFETY: structure only; the caller's contract covers the fetched data.
-        let world = unsafe { world.world() };
         // Every entity is checked before any item is made.
         for &entity in &entities {
             // SAFETY: the state is up to date for this world (the caller's contract).
@@ -422,9 +418,15 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) -> Result<D::Item<'w>, QueryError> {
         // SAFETY: forwarded contract; at most one item is kept.
         let mut iter = unsafe { QueryIter::new(self, world, ticks) };
-        let first = iter.next();
-        let more = iter.matches_more();
-        Self::only(first, more)
+        match (iter.next(), iter.matches_more()) {
+            (Some(item), false) => Ok(item),
+            (None, _) => Err(QueryError::NoEntities {
+                query: type_name::<(D, F)>(),
+            }),
+            (Some(_), true) => Err(QueryError::MultipleEntities {
+                query: type_name::<(D, F)>(),
+            }),
+        }
     }
 
     /// How many entities match, through an [`UnsafeWorldCell`] (filters only; no item is
@@ -435,18 +437,6 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     pub unsafe fn count_unchecked(&self, world: UnsafeWorldCell<'_>, ticks: RunTicks) -> usize {
         // SAFETY: forwarded contract; no item is fetched.
         unsafe { QueryIter::new(self, world, ticks) }.count_matches()
-    }
-
-    fn only<T>(first: Option<T>, more: bool) -> Result<T, QueryError> {
-        match (first, more) {
-            (Some(item), false) => Ok(item),
-            (None, _) => Err(QueryError::NoEntities {
-                query: type_name::<(D, F)>(),
-            }),
-            (Some(_), true) => Err(QueryError::MultipleEntities {
-                query: type_name::<(D, F)>(),
-            }),
-        }
     }
 
     /// True when `entity` is alive and matches now (filters only; no item is fetched, so
@@ -480,10 +470,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> bool {
-        // SAFETY: structure only, plus the filters' tick reads that the caller covers.
-        let world = unsafe { world.world() };
         // SAFETY: the state is up to date for this world (the caller's contract); `locate`
-        // evaluates the filters but fetches no item.
+        // evaluates the filters, whose tick reads the caller covers, but fetches no item.
         unsafe { self.locate(world, entity, ticks) }.is_ok()
     }
 
@@ -506,14 +494,18 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ///
     /// # Safety
     /// The state was updated against `world` (so every live entity's archetype has an entry
-    /// in `matched_index`, and matched ids index the world's archetypes).
+    /// in `matched_index`, and matched ids index the world's archetypes); the caller holds
+    /// read access to what the filter reads.
     #[inline]
     unsafe fn locate<'w>(
         &self,
-        world: &'w World,
+        world: UnsafeWorldCell<'w>,
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<(EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>), QueryError> {
+        // SAFETY: only the structure is read through this reference (and the filters' ticks,
+        // which the caller covers).
+        let world = unsafe { world.world() };
         let location = world.entities().get(entity).ok_or_else(|| {
             match crate::EntityError::not_found(entity, world.tag()) {
                 crate::EntityError::WrongWorld { entity, world } => QueryError::WrongWorld { entity, world },
