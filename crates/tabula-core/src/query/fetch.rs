@@ -170,11 +170,6 @@ pub unsafe trait QueryData: WorldQuery {
 /// `update_access` records no writes.
 pub unsafe trait ReadOnlyQueryData: QueryData {}
 
-/// Looks up the component column of a matched archetype.
-fn column(archetype: &Archetype, id: ComponentId) -> Option<usize> {
-    archetype.column_of(id)
-}
-
 // ---------------------------------------------------------------------------------------
 // Entity
 
@@ -317,6 +312,8 @@ pub struct WriteFetch<'w, T> {
     _marker: PhantomData<&'w mut T>,
 }
 
+// The state, cache and prepared form of a term over one component's column: the component
+// terms here, and the tick filters (`filter.rs`).
 macro_rules! component_state {
     () => {
         type State = ComponentId;
@@ -328,7 +325,7 @@ macro_rules! component_state {
         }
 
         fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
-            column(archetype, *id)
+            archetype.column_of(*id)
         }
 
         #[inline]
@@ -338,9 +335,10 @@ macro_rules! component_state {
         }
     };
 }
+pub(super) use component_state;
 
 macro_rules! read_term {
-    ($ty:ty) => {
+    ($ty:ty, $item:ty, |$fetch:ident, $row:ident| $make:expr) => {
         // SAFETY: reads column `cache` of `T` and its ticks, reported as a read of `T`.
         unsafe impl<'a, T: Component> WorldQuery for $ty {
             component_state!();
@@ -365,58 +363,40 @@ macro_rules! read_term {
             }
         }
 
+        // SAFETY: hands out shared items of the column it reported reading; its ticks are
+        // read, never written.
+        unsafe impl<'a, T: Component> QueryData for $ty {
+            type Item<'w> = $item;
+            type Chunk<'w> = &'w [T];
+
+            #[inline]
+            unsafe fn fetch<'w>($fetch: &mut Self::Fetch<'w>, $row: usize) -> Self::Item<'w> {
+                // SAFETY: `row` is live and holds a `T`; values and ticks are only read while
+                // the query holds a read.
+                unsafe { $make }
+            }
+
+            #[inline]
+            unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
+                // SAFETY: rows `0..len` hold `T`s; only shared access to `T` exists.
+                unsafe { std::slice::from_raw_parts(fetch.values, len) }
+            }
+        }
+
         // SAFETY: no writes.
         unsafe impl<'a, T: Component> ReadOnlyQueryData for $ty {}
     };
 }
 
-read_term!(&'a T);
-read_term!(Ref<'a, T>);
-
-// SAFETY: hands out `&T` into the column it reported reading.
-unsafe impl<T: Component> QueryData for &T {
-    type Item<'w> = &'w T;
-    type Chunk<'w> = &'w [T];
-
-    #[inline]
-    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
-        // SAFETY: `row` is live and holds a `T`; only shared access to `T` exists.
-        unsafe { &*fetch.values.add(row) }
-    }
-
-    #[inline]
-    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
-        // SAFETY: rows `0..len` hold `T`s; only shared access to `T` exists.
-        unsafe { std::slice::from_raw_parts(fetch.values, len) }
-    }
-}
-
-// SAFETY: as for `&T`; the ticks are read, never written.
-unsafe impl<'a, T: Component> QueryData for Ref<'a, T> {
-    type Item<'w> = Ref<'w, T>;
-    type Chunk<'w> = &'w [T];
-
-    #[inline]
-    unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
-        // SAFETY: `row` is live; values and ticks are only read while the query holds a read.
-        unsafe {
-            Ref::new(
-                &*fetch.values.add(row),
-                ComponentTicks::added_at(fetch.ticks, row),
-                (*fetch.ticks.add(row))
-                    .changed
-                    .newest(fetch.floor, fetch.run.this_run),
-                fetch.run,
-            )
-        }
-    }
-
-    #[inline]
-    unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
-        // SAFETY: as for `&T`.
-        unsafe { std::slice::from_raw_parts(fetch.values, len) }
-    }
-}
+read_term!(&'a T, &'w T, |fetch, row| &*fetch.values.add(row));
+read_term!(Ref<'a, T>, Ref<'w, T>, |fetch, row| Ref::new(
+    &*fetch.values.add(row),
+    ComponentTicks::added_at(fetch.ticks, row),
+    (*fetch.ticks.add(row))
+        .changed
+        .newest(fetch.floor, fetch.run.this_run),
+    fetch.run,
+));
 
 // ---------------------------------------------------------------------------------------
 // &mut T and Mut<T>
@@ -662,7 +642,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
     }
 
     fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<bool> {
-        Some(column(archetype, *id).is_some())
+        Some(archetype.column_of(*id).is_some())
     }
 
     #[inline]

@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 
 use super::access::Access;
-use super::fetch::{PreparedColumn, WorldQuery};
+use super::fetch::{PreparedColumn, WorldQuery, component_state};
 use crate::archetype::Archetype;
 use crate::change::ComponentTicks;
 use crate::change::RunTicks;
@@ -112,30 +112,13 @@ macro_rules! tick_filter {
         // SAFETY: reads the tick column of `T`, reported as a read of `T` (or covered by the
         // query's own write of `T`, whose items never overlap a row the filter is reading).
         unsafe impl<T: Component> WorldQuery for $name<T> {
-            type State = ComponentId;
-            type Cache = usize;
+            component_state!();
             type Fetch<'w> = TickFetch;
-            type Prepared = PreparedColumn;
-
-            fn init_state(world: &mut World) -> ComponentId {
-                world.register_component::<T>()
-            }
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
                 access.add_with(*id);
                 access.add_filter_read(*id);
                 Ok(())
-            }
-
-            #[inline]
-            fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
-                archetype.column_of(*id)
-            }
-
-            #[inline]
-            unsafe fn prepare(column: usize, archetype: &Archetype) -> PreparedColumn {
-                // SAFETY: `column` came from matching this archetype (the caller's contract).
-                unsafe { PreparedColumn::of(archetype, column) }
             }
 
             #[inline]
