@@ -252,9 +252,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         pending: Pending,
         ticks: RunTicks,
     ) {
-        if matches!(pending, Pending::Nothing) {
-            return;
-        }
+        let runs = match &pending {
+            Pending::Nothing => return,
+            Pending::One(rows) => std::slice::from_ref(rows),
+            Pending::Many(runs) => &runs[..],
+        };
         let matched = &self.matched[index];
         let archetype = &archetypes[matched.archetype.index()];
         // SAFETY: the caller's contract; the rows are live, ours, and no item of them exists.
@@ -262,18 +264,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         // other thread is at work, so the floor may be set.
         unsafe {
             let mut data = D::fetch_archetype(matched.data, archetype, ticks);
-            match pending {
-                Pending::Nothing => {}
-                Pending::One(rows) if rows.len() == len => D::mark_rows(&mut data, rows, true),
-                Pending::One(rows) => D::mark_rows(&mut data, rows, false),
-                Pending::Many(runs) => {
-                    if runs.iter().map(ExactSizeIterator::len).sum::<usize>() == len {
-                        D::mark_rows(&mut data, 0..len, true);
-                    } else {
-                        for rows in runs {
-                            D::mark_rows(&mut data, rows, false);
-                        }
-                    }
+            if runs.iter().map(ExactSizeIterator::len).sum::<usize>() == len {
+                D::mark_rows(&mut data, 0..len, true);
+            } else {
+                for rows in runs {
+                    D::mark_rows(&mut data, rows.clone(), false);
                 }
             }
         }
