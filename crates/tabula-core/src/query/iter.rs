@@ -109,11 +109,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
         if F::ARCHETYPAL {
             return self.rows_left();
         }
-        let mut n = 0;
-        while self.matches_more() {
-            n += 1;
-        }
-        n
+        std::iter::from_fn(|| self.matches_more().then_some(())).count()
     }
 }
 

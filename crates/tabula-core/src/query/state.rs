@@ -187,16 +187,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         self.archetypes_seen = archetypes.len();
     }
 
-    /// Starts a run: updates the archetype list, advances the world's change tick and this
-    /// state's `last_run`.
-    pub(crate) fn begin_run(&mut self, world: &World) -> RunTicks {
-        self.update_archetypes(world);
-        world.start_run(&mut self.last_run)
-    }
-
-    /// [`begin_run`](Self::begin_run) with the world held exclusively: the clock advances
-    /// without an atomic read-modify-write, which costs as much as a short query pass, and
-    /// old ticks are clamped when due.
+    /// Starts a run with the world held exclusively: updates the archetype list, advances the
+    /// world's change tick and this state's `last_run`. The clock advances without the atomic
+    /// read-modify-write of `World::start_run` (which `iter` takes), which costs as much as a
+    /// short query pass, and old ticks are clamped when due.
     pub(crate) fn begin_run_mut(&mut self, world: &mut World) -> RunTicks {
         self.update_archetypes(world);
         world.start_run_mut(&mut self.last_run)
@@ -223,7 +217,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     where
         D: ReadOnlyQueryData,
     {
-        let ticks = self.begin_run(world);
+        self.update_archetypes(world);
+        let ticks = world.start_run(&mut self.last_run);
         // SAFETY: `D` is read-only and `&World` rules out writers for `'w`.
         unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }
     }
