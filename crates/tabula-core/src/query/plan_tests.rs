@@ -29,8 +29,8 @@ fn bump_all(q: &mut QueryState<(Entity, &mut Pos)>, world: &mut World) -> BTreeM
 }
 
 /// Three passes, each adding 1 to every expected value as `bump_all` does to the world: the
-/// first walks the archetypes, the second makes a plan, the third reads it (and the next
-/// structural change makes it stale).
+/// first walks the archetypes, the second makes a plan and reads it, the third reads it again
+/// (and the next structural change makes it stale).
 fn check_pass(
     q: &mut QueryState<(Entity, &mut Pos)>,
     world: &mut World,
