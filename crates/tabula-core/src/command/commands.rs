@@ -63,14 +63,7 @@ impl<'w, 's> Commands<'w, 's> {
     /// # Panics
     /// When `queue` already holds commands recorded for another world.
     pub fn new(queue: &'s mut CommandQueue, world: &'w World) -> Self {
-        queue.bind(world.id());
-        Self {
-            queue,
-            ids: Reserver {
-                entities: world.entities(),
-                lane: SHARED_LANE,
-            },
-        }
+        Self::reserving_in(queue, world, SHARED_LANE)
     }
 
     /// As [`new`](Self::new), reserving ids in `lane`: the ids of its spawns then depend only
@@ -96,14 +89,17 @@ impl<'w, 's> Commands<'w, 's> {
     /// # Panics
     /// When `lane` belongs to another world, or `queue` holds commands for another world.
     pub fn new_in_lane(queue: &'s mut CommandQueue, world: &'w World, lane: EntityLane) -> Self {
-        let lane = lane.index_in(world);
+        Self::reserving_in(queue, world, lane.index_in(world))
+    }
+
+    /// Ties `queue` to `world` (see [`new`](Self::new)) and records into it, reserving ids in
+    /// the lane with index `lane`.
+    fn reserving_in(queue: &'s mut CommandQueue, world: &'w World, lane: u32) -> Self {
         queue.bind(world.id());
+        let entities = world.entities();
         Self {
             queue,
-            ids: Reserver {
-                entities: world.entities(),
-                lane,
-            },
+            ids: Reserver { entities, lane },
         }
     }
 
