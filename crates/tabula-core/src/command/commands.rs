@@ -185,19 +185,6 @@ impl std::fmt::Debug for Commands<'_, '_> {
     }
 }
 
-/// Despawns `entity` if it is a reservation that a refused spawn left with no components
-/// (anything else, such as an entity another command has since filled, is left alone).
-fn release_reservation(world: &mut World, entity: Entity) {
-    if world
-        .location(entity)
-        .is_ok_and(|location| location.archetype == ArchetypeId::EMPTY)
-    {
-        // Cannot fail: the entity was just found alive, and an entity with no components
-        // has no children to detach.
-        let _ = world.despawn(entity);
-    }
-}
-
 /// Records commands for one entity; from [`Commands::spawn`] or [`Commands::entity`].
 ///
 /// ```
@@ -429,8 +416,15 @@ pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
 /// rather than leave an entity with no components behind.
 fn spawn_reserved<B: Bundle>(world: &mut World, entity: Entity, bundle: B) -> Result<(), CommandError> {
     world.spawn_at(entity, bundle).map_err(|error| {
-        if !matches!(error, EntityError::AlreadySpawned(_)) {
-            release_reservation(world, entity);
+        // Only a reservation the refused spawn left with no components is despawned: an
+        // entity another command has since filled is left alone. The despawn cannot fail:
+        // the entity was just found alive, and with no components it has no children.
+        if !matches!(error, EntityError::AlreadySpawned(_))
+            && world
+                .location(entity)
+                .is_ok_and(|location| location.archetype == ArchetypeId::EMPTY)
+        {
+            let _ = world.despawn(entity);
         }
         entity_error("spawn", entity, error)
     })
