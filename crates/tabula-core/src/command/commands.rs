@@ -11,6 +11,24 @@ use crate::world::World;
 
 use super::{Command, CommandError, CommandQueue, Fallible};
 
+/// The command `$command` on `$entity`: `$apply(world, entity)`, its error reported as
+/// `CommandError::$variant`. A macro rather than a function so that the command's name is
+/// part of its code, not stored with every recorded command.
+macro_rules! entity_command {
+    ($variant:ident, $command:literal, $entity:expr, $apply:expr) => {{
+        let (entity, apply) = ($entity, $apply);
+        Fallible(move |world: &mut World| {
+            apply(world, entity)
+                .map(drop)
+                .map_err(|error| CommandError::$variant {
+                    command: $command,
+                    entity,
+                    error,
+                })
+        })
+    }};
+}
+
 /// Records deferred changes to a [`World`] into a [`CommandQueue`].
 ///
 /// It holds the queue mutably and the world's [`Entities`] shared, so it works while other
@@ -219,15 +237,13 @@ impl<'a> EntityCommands<'a> {
 
     /// Adds (or replaces) the components of `bundle`.
     pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
-        self.queue.push(insert_command(self.entity, bundle));
-        self
+        self.add(insert_command(self.entity, bundle))
     }
 
     /// Removes the components of `B` and drops them. Fails, removing nothing, if the entity
     /// lacks any of them.
     pub fn remove<B: Bundle>(&mut self) -> &mut Self {
-        self.queue.push(remove_command::<B>(self.entity));
-        self
+        self.add(remove_command::<B>(self.entity))
     }
 
     /// Despawns the entity; its children, if any, become roots.
@@ -237,54 +253,43 @@ impl<'a> EntityCommands<'a> {
 
     /// Despawns the entity and all its descendants.
     pub fn despawn_recursive(&mut self) {
-        let entity = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .despawn_recursive(entity)
-                .map_err(|error| entity_error("despawn_recursive", entity, error))
-        }));
+        self.queue.push(entity_command!(
+            Entity,
+            "despawn_recursive",
+            self.entity,
+            World::despawn_recursive
+        ));
     }
 
     /// Makes the entity a child of `parent`, leaving its old parent if it had one. Fails on
     /// a dead entity or if `parent` is the entity itself or one of its descendants.
     pub fn set_parent(&mut self, parent: Entity) -> &mut Self {
-        let child = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .set_parent(child, parent)
-                .map_err(|error| CommandError::Hierarchy {
-                    command: "set_parent",
-                    entity: child,
-                    error,
-                })
-        }));
-        self
+        self.add(entity_command!(
+            Hierarchy,
+            "set_parent",
+            self.entity,
+            move |world: &mut World, child| world.set_parent(child, parent)
+        ))
     }
 
     /// Detaches the entity from its parent, making it a root; nothing happens if it has none.
     pub fn remove_parent(&mut self) -> &mut Self {
-        let child = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .remove_parent(child)
-                .map_err(|error| entity_error("remove_parent", child, error))
-        }));
-        self
+        self.add(entity_command!(
+            Entity,
+            "remove_parent",
+            self.entity,
+            World::remove_parent
+        ))
     }
 
     /// Makes `child` a child of this entity; see [`set_parent`](Self::set_parent).
     pub fn add_child(&mut self, child: Entity) -> &mut Self {
-        let parent = self.entity;
-        self.queue.push(Fallible(move |world: &mut World| {
-            world
-                .set_parent(child, parent)
-                .map_err(|error| CommandError::Hierarchy {
-                    command: "add_child",
-                    entity: parent,
-                    error,
-                })
-        }));
-        self
+        self.add(entity_command!(
+            Hierarchy,
+            "add_child",
+            self.entity,
+            move |world: &mut World, parent| world.set_parent(child, parent)
+        ))
     }
 
     /// Spawns children of the entity: `build` gets a [`ChildBuilder`] whose `spawn` records
@@ -378,30 +383,19 @@ impl std::fmt::Debug for EntityCommands<'_> {
 
 /// The command behind [`EntityCommands::insert`].
 pub(super) fn insert_command<B: Bundle>(entity: Entity, bundle: B) -> impl Command {
-    Fallible(move |world: &mut World| {
-        world
-            .insert(entity, bundle)
-            .map_err(|error| entity_error("insert", entity, error))
+    entity_command!(Entity, "insert", entity, move |world: &mut World, entity| {
+        world.insert(entity, bundle)
     })
 }
 
 /// The command behind [`EntityCommands::remove`].
 pub(super) fn remove_command<B: Bundle>(entity: Entity) -> impl Command {
-    Fallible(move |world: &mut World| {
-        world
-            .remove::<B>(entity)
-            .map(drop)
-            .map_err(|error| entity_error("remove", entity, error))
-    })
+    entity_command!(Entity, "remove", entity, World::remove::<B>)
 }
 
 /// The command behind [`EntityCommands::despawn`].
 pub(super) fn despawn_command(entity: Entity) -> impl Command {
-    Fallible(move |world: &mut World| {
-        world
-            .despawn(entity)
-            .map_err(|error| entity_error("despawn", entity, error))
-    })
+    entity_command!(Entity, "despawn", entity, World::despawn)
 }
 
 /// A spawn whose id is taken when it is applied (no reservation beforehand).
@@ -426,14 +420,10 @@ fn spawn_reserved<B: Bundle>(world: &mut World, entity: Entity, bundle: B) -> Re
         {
             let _ = world.despawn(entity);
         }
-        entity_error("spawn", entity, error)
+        CommandError::Entity {
+            command: "spawn",
+            entity,
+            error,
+        }
     })
-}
-
-fn entity_error(command: &'static str, entity: Entity, error: crate::EntityError) -> CommandError {
-    CommandError::Entity {
-        command,
-        entity,
-        error,
-    }
 }
