@@ -47,13 +47,8 @@ unsafe fn consume<C: Command>(
     // SAFETY: the caller guarantees `bytes` starts a `C` written by `push` and not yet read;
     // reading it moves it out, and the caller never reads these bytes again.
     let command = unsafe { bytes.cast::<C>().read_unaligned() };
-    match world {
-        Some(world) => Some(command.apply(world)),
-        None => {
-            drop(command);
-            None
-        }
-    }
+    // Without a world, the closure drops the command it owns.
+    world.map(move |world| command.apply(world))
 }
 
 /// A list of deferred [`Command`]s, applied to a [`World`] in the order they were pushed.
