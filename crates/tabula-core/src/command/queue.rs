@@ -333,12 +333,7 @@ impl Drop for Consume<'_> {
         // The rest is handed to a second guard before any command's `Drop` runs: if one of
         // them panics, that guard drops the commands after it while unwinding (a second
         // panic there aborts, as any panic during unwinding does).
-        let mut rest = Consume {
-            bytes: self.bytes,
-            cursor: self.cursor,
-            end: self.end,
-            _queue: PhantomData,
-        };
+        let mut rest = Consume { ..*self };
         self.cursor = self.end;
         while rest.next(None).is_some() {}
     }
