@@ -161,19 +161,16 @@ impl CommandError {
 
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Entity {
-                command,
-                entity,
-                error,
-            } => write!(f, "{command} {entity} skipped: {error}"),
-            Self::Hierarchy {
-                command,
-                entity,
-                error,
-            } => write!(f, "{command} {entity} skipped: {error}"),
-            Self::Resource { command, error } => write!(f, "{command} skipped: {error}"),
-            Self::Custom { command, message } => write!(f, "{command} skipped: {message}"),
+        let reason: &dyn fmt::Display = match self {
+            Self::Entity { error, .. } => error,
+            Self::Hierarchy { error, .. } => error,
+            Self::Resource { error, .. } => error,
+            Self::Custom { message, .. } => message,
+        };
+        let command = self.command();
+        match self.entity() {
+            Some(entity) => write!(f, "{command} {entity} skipped: {reason}"),
+            None => write!(f, "{command} skipped: {reason}"),
         }
     }
 }
