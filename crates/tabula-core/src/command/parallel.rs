@@ -28,7 +28,7 @@ use crate::entity::Entity;
 use crate::world::World;
 
 /// Where a command scope stands in row order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 struct ScopeKey {
     pass: u64,
     archetype: u32,
@@ -82,9 +82,7 @@ fn next_key() -> ScopeKey {
         }
         None => ScopeKey {
             pass: next_pass(),
-            archetype: 0,
-            start: 0,
-            scope: 0,
+            ..ScopeKey::default()
         },
     })
 }
