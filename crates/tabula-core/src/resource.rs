@@ -69,6 +69,14 @@ impl Slot {
             changed: UnsafeCell::new(now),
         }
     }
+
+    /// A pointer to the value, as `R`.
+    ///
+    /// The slot must be `R`'s (stored under `R`'s id); it then holds an `R` because
+    /// `insert_resource` is the only writer and keys each value by its own type's id.
+    fn ptr<R>(&self) -> *mut R {
+        self.value.get().cast::<R>()
+    }
 }
 
 /// The resource slots of a world, indexed by [`ComponentId`].
@@ -89,18 +97,6 @@ impl std::panic::UnwindSafe for Resources {}
 impl std::panic::RefUnwindSafe for Resources {}
 
 impl Resources {
-    fn slot(&self, id: ComponentId) -> Option<&Slot> {
-        self.slots.get(id.index())?.as_ref()
-    }
-
-    /// A pointer to the resource stored under `id`, as `R`.
-    ///
-    /// `id` must be `R`'s id; the slot then holds an `R` because `insert` is the only writer
-    /// and keys each value by its own type's id.
-    fn ptr<R: Component>(&self, id: ComponentId) -> Option<*mut R> {
-        self.slot(id).map(|slot| slot.value.get().cast::<R>())
-    }
-
     /// Clamps every resource's ticks older than the maximum change age (see
     /// [`World::check_change_ticks`]).
     pub(crate) fn check_change_ticks(&mut self, now: Tick) {
@@ -180,6 +176,12 @@ impl World {
         old
     }
 
+    /// The slot of resource type `R`, if one is stored.
+    fn resource_slot<R: Component>(&self) -> Option<&Slot> {
+        let id = self.components().id::<R>()?;
+        self.resources().slots.get(id.index())?.as_ref()
+    }
+
     /// The slot entry of resource type `R` (`None` when the type has no slot yet).
     fn resource_entry<R: Component>(&mut self) -> Option<&mut Option<Slot>> {
         let id = self.components().id::<R>()?;
@@ -198,17 +200,14 @@ impl World {
 
     /// True when a resource of type `R` is present.
     pub fn contains_resource<R: Component>(&self) -> bool {
-        self.components()
-            .id::<R>()
-            .is_some_and(|id| self.resources().slot(id).is_some())
+        self.resource_slot::<R>().is_some()
     }
 
     /// The resource of type `R`.
     pub fn resource<R: Component>(&self) -> Result<&R, ResourceError> {
-        let id = self.components().id::<R>().ok_or_else(missing::<R>)?;
-        let ptr = self.resources().ptr::<R>(id).ok_or_else(missing::<R>)?;
+        let slot = self.resource_slot::<R>().ok_or_else(missing::<R>)?;
         // SAFETY: the slot holds an `R`; `&self` rules out any writer.
-        Ok(unsafe { &*ptr })
+        Ok(unsafe { &*slot.ptr::<R>() })
     }
 
     /// The resource of type `R`, mutably.
@@ -223,7 +222,7 @@ impl World {
             .ok_or_else(missing::<R>)?;
         *slot.changed.get_mut() = now;
         // SAFETY: the slot holds an `R`; `&mut self` makes this the only reference.
-        Ok(unsafe { &mut *slot.value.get().cast::<R>() })
+        Ok(unsafe { &mut *slot.ptr::<R>() })
     }
 
     /// Takes resource `R` out for the length of `f`, which gets the world (without `R`) and
@@ -312,10 +311,9 @@ impl<'w> UnsafeWorldCell<'w> {
     /// For `'w`, nobody writes this resource (the caller holds a read access to it).
     pub unsafe fn get_resource<R: Component>(self) -> Option<&'w R> {
         // SAFETY: only the registry and the slot list (structure) are read here.
-        let world = unsafe { self.world() };
-        let ptr = world.resources().ptr::<R>(world.components().id::<R>()?)?;
+        let slot = unsafe { self.world() }.resource_slot::<R>()?;
         // SAFETY: the slot holds an `R`; the caller guarantees no writer.
-        Some(unsafe { &*ptr })
+        Some(unsafe { &*slot.ptr::<R>() })
     }
 
     /// The resource of type `R`, exclusively.
@@ -329,11 +327,10 @@ impl<'w> UnsafeWorldCell<'w> {
             "get_resource_mut on a read-only UnsafeWorldCell"
         );
         // SAFETY: only the registry and the slot list (structure) are read here.
-        let world = unsafe { self.world() };
-        let ptr = world.resources().ptr::<R>(world.components().id::<R>()?)?;
+        let slot = unsafe { self.world() }.resource_slot::<R>()?;
         // SAFETY: the slot holds an `R` inside an `UnsafeCell`; the caller guarantees this is
         // the only access.
-        Some(unsafe { &mut *ptr })
+        Some(unsafe { &mut *slot.ptr::<R>() })
     }
 
     /// The resource of type `R`, shared, with its change ticks seen from `run`.
@@ -342,18 +339,10 @@ impl<'w> UnsafeWorldCell<'w> {
     /// As [`get_resource`](Self::get_resource).
     pub unsafe fn get_resource_ref<R: Component>(self, run: RunTicks) -> Option<Ref<'w, R>> {
         // SAFETY: only the registry and the slot list (structure) are read here.
-        let world = unsafe { self.world() };
-        let slot = world.resources().slot(world.components().id::<R>()?)?;
+        let slot = unsafe { self.world() }.resource_slot::<R>()?;
         // SAFETY: the slot holds an `R`, and its `changed` tick is written only by a holder of
         // `&mut R`; the caller guarantees there is none for `'w`.
-        unsafe {
-            Some(Ref::new(
-                &*slot.value.get().cast::<R>(),
-                slot.added,
-                *slot.changed.get(),
-                run,
-            ))
-        }
+        unsafe { Some(Ref::new(&*slot.ptr::<R>(), slot.added, *slot.changed.get(), run)) }
     }
 
     /// The resource of type `R`, exclusively, as a [`Mut`] that stamps it changed at `run`'s
@@ -367,13 +356,12 @@ impl<'w> UnsafeWorldCell<'w> {
             "get_resource_mut_ticked on a read-only UnsafeWorldCell"
         );
         // SAFETY: only the registry and the slot list (structure) are read here.
-        let world = unsafe { self.world() };
-        let slot = world.resources().slot(world.components().id::<R>()?)?;
+        let slot = unsafe { self.world() }.resource_slot::<R>()?;
         // SAFETY: the slot holds an `R`; the caller guarantees this is the only access to the
         // resource for `'w`, which covers its `changed` tick (a separate `UnsafeCell`).
         unsafe {
             Some(Mut::new(
-                &mut *slot.value.get().cast::<R>(),
+                &mut *slot.ptr::<R>(),
                 slot.added,
                 &mut *slot.changed.get(),
                 Tick::ancient(run.this_run),
