@@ -62,14 +62,6 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(value: Box<ErasedCell>, now: Tick) -> Self {
-        Self {
-            value,
-            added: now,
-            changed: UnsafeCell::new(now),
-        }
-    }
-
     /// A pointer to the value, as `R`.
     ///
     /// The slot must be `R`'s (stored under `R`'s id); it then holds an `R` because
@@ -145,7 +137,11 @@ impl World {
                 Some(unsafe { unbox::<R>(old) })
             }
             empty @ None => {
-                *empty = Some(Slot::new(value, now));
+                *empty = Some(Slot {
+                    value,
+                    added: now,
+                    changed: UnsafeCell::new(now),
+                });
                 None
             }
         }
