@@ -33,12 +33,11 @@ pub enum ResourceError {
 
 impl std::fmt::Display for ResourceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Missing { resource } => write!(
-                f,
-                "resource `{resource}` does not exist; add it with `World::insert_resource` or `init_resource`"
-            ),
-        }
+        let Self::Missing { resource } = self;
+        write!(
+            f,
+            "resource `{resource}` does not exist; add it with `World::insert_resource` or `init_resource`"
+        )
     }
 }
 
