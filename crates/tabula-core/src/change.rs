@@ -204,8 +204,7 @@ pub struct Mut<'a, T> {
     added: Tick,
     changed: &'a mut Tick,
     floor: Tick,
-    last_run: Tick,
-    this_run: Tick,
+    run: RunTicks,
     /// Set once `changed` holds `this_run`: later mutable accesses through this `Mut` skip
     /// the store. An item's fields live in registers, so a loop body that writes a value
     /// several times stores its tick once.
@@ -226,21 +225,20 @@ impl<'a, T> Mut<'a, T> {
             added,
             changed,
             floor,
-            last_run: run.last_run,
-            this_run: run.this_run,
+            run,
             marked: false,
         }
     }
 
     /// True when the component was added since the last run of the observer.
     pub fn is_added(&self) -> bool {
-        self.added.is_newer_than(self.last_run, self.this_run)
+        self.added.is_newer_than(self.run.last_run, self.run.this_run)
     }
 
     /// True when the component was added or mutably accessed since the last run.
     pub fn is_changed(&self) -> bool {
-        self.changed.is_newer_than(self.last_run, self.this_run)
-            || self.floor.is_newer_than(self.last_run, self.this_run)
+        let RunTicks { last_run, this_run } = self.run;
+        self.changed.is_newer_than(last_run, this_run) || self.floor.is_newer_than(last_run, this_run)
     }
 
     /// The value, without marking it changed.
@@ -250,7 +248,7 @@ impl<'a, T> Mut<'a, T> {
 
     /// Turns this into a plain `&mut T`, marking the value changed.
     pub fn into_inner(self) -> &'a mut T {
-        *self.changed = self.this_run;
+        *self.changed = self.run.this_run;
         self.value
     }
 }
@@ -268,7 +266,7 @@ impl<T> std::ops::DerefMut for Mut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if !self.marked {
-            *self.changed = self.this_run;
+            *self.changed = self.run.this_run;
             self.marked = true;
         }
         self.value
@@ -288,8 +286,7 @@ pub struct Ref<'a, T> {
     value: &'a T,
     added: Tick,
     changed: Tick,
-    last_run: Tick,
-    this_run: Tick,
+    run: RunTicks,
 }
 
 impl<'a, T> Ref<'a, T> {
@@ -300,19 +297,18 @@ impl<'a, T> Ref<'a, T> {
             value,
             added,
             changed,
-            last_run: run.last_run,
-            this_run: run.this_run,
+            run,
         }
     }
 
     /// True when the component was added since the observer's last run.
     pub fn is_added(&self) -> bool {
-        self.added.is_newer_than(self.last_run, self.this_run)
+        self.added.is_newer_than(self.run.last_run, self.run.this_run)
     }
 
     /// True when the component was added or changed since the observer's last run.
     pub fn is_changed(&self) -> bool {
-        self.changed.is_newer_than(self.last_run, self.this_run)
+        self.changed.is_newer_than(self.run.last_run, self.run.this_run)
     }
 
     /// The plain reference.
