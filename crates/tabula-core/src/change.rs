@@ -230,11 +230,6 @@ impl<'a, T> Mut<'a, T> {
         }
     }
 
-    /// True when the component was added since the last run of the observer.
-    pub fn is_added(&self) -> bool {
-        self.added.is_newer_than(self.run.last_run, self.run.this_run)
-    }
-
     /// True when the component was added or mutably accessed since the last run.
     pub fn is_changed(&self) -> bool {
         let RunTicks { last_run, this_run } = self.run;
@@ -253,15 +248,6 @@ impl<'a, T> Mut<'a, T> {
     }
 }
 
-impl<T> std::ops::Deref for Mut<'_, T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        self.value
-    }
-}
-
 impl<T> std::ops::DerefMut for Mut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
@@ -270,12 +256,6 @@ impl<T> std::ops::DerefMut for Mut<'_, T> {
             self.marked = true;
         }
         self.value
-    }
-}
-
-impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.value.fmt(f)
     }
 }
 
@@ -301,11 +281,6 @@ impl<'a, T> Ref<'a, T> {
         }
     }
 
-    /// True when the component was added since the observer's last run.
-    pub fn is_added(&self) -> bool {
-        self.added.is_newer_than(self.run.last_run, self.run.this_run)
-    }
-
     /// True when the component was added or changed since the observer's last run.
     pub fn is_changed(&self) -> bool {
         self.changed.is_newer_than(self.run.last_run, self.run.this_run)
@@ -317,20 +292,35 @@ impl<'a, T> Ref<'a, T> {
     }
 }
 
-impl<T> std::ops::Deref for Ref<'_, T> {
-    type Target = T;
+/// What [`Mut`] and [`Ref`] have alike: `is_added`, `Deref` to the value, and `Debug` as
+/// the value.
+macro_rules! change_pointer_common {
+    ($($pointer:ident),*) => {$(
+        impl<T> $pointer<'_, T> {
+            /// True when the component was added since the observer's last run.
+            pub fn is_added(&self) -> bool {
+                self.added.is_newer_than(self.run.last_run, self.run.this_run)
+            }
+        }
 
-    #[inline]
-    fn deref(&self) -> &T {
-        self.value
-    }
+        impl<T> std::ops::Deref for $pointer<'_, T> {
+            type Target = T;
+
+            #[inline]
+            fn deref(&self) -> &T {
+                self.value
+            }
+        }
+
+        impl<T: std::fmt::Debug> std::fmt::Debug for $pointer<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.value.fmt(f)
+            }
+        }
+    )*};
 }
 
-impl<T: std::fmt::Debug> std::fmt::Debug for Ref<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.value.fmt(f)
-    }
-}
+change_pointer_common!(Mut, Ref);
 
 #[cfg(test)]
 mod tests {
