@@ -52,10 +52,8 @@ fn push_last_segment(short: &mut String, path: &str) {
     if inner.len() < path.len() {
         short.push_str("::");
     }
-    let (inner, turbofish) = match inner.strip_suffix("::") {
-        Some(inner) => (inner, true),
-        None => (inner, false),
-    };
+    let turbofish = inner.ends_with("::");
+    let inner = inner.strip_suffix("::").unwrap_or(inner);
     let segments: Vec<&str> = inner.split("::").collect();
     // `{{closure}}` and its kin name no item of their own: keep the segment they are in.
     let named = segments
@@ -71,10 +69,7 @@ fn push_last_segment(short: &mut String, path: &str) {
 /// Drops an elided lifetime (`'_`, just removed from the front of `after`) with its separator:
 /// `Query<'_, '_, &A>` becomes `Query<&A>`, `Ref<'_>` becomes `Ref`. Returns what follows.
 fn skip_elided_lifetime<'a>(short: &mut String, after: &'a str) -> &'a str {
-    if let Some(after) = after.strip_prefix(", ") {
-        return after;
-    }
-    if let Some(after) = after.strip_prefix(' ') {
+    if let Some(after) = after.strip_prefix(", ").or_else(|| after.strip_prefix(' ')) {
         return after;
     }
     if short.ends_with('<')
