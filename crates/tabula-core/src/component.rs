@@ -169,13 +169,9 @@ impl Hasher for TypeIdHasher {
         self.0 ^= n;
     }
 
-    #[inline]
-    fn write_u128(&mut self, n: u128) {
-        self.0 ^= (n as u64) ^ ((n >> 64) as u64);
-    }
-
     fn write(&mut self, bytes: &[u8]) {
-        // Not the path `TypeId` takes today, but correct for any input: FNV-style mixing.
+        // Not the path `TypeId` takes today (it hashes with one `write_u64`), but correct for
+        // any input, wider integers included: FNV-style mixing.
         for &b in bytes {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
