@@ -283,8 +283,7 @@ impl<E> EventCursor<E> {
 
     /// Marks every stored event as seen without reading it.
     pub fn clear(&mut self, events: &Events<E>) {
-        self.instance = Some(events.instance);
-        self.next_id = events.next_id();
+        *self = events.cursor_at_end();
     }
 }
 
