@@ -158,19 +158,6 @@ impl World {
         self.take_resource::<R>().map(|(value, _)| value)
     }
 
-    /// Puts back a resource taken with [`take_resource`](Self::take_resource): as
-    /// [`insert_resource`](Self::insert_resource), but a resource put back where none is
-    /// keeps its `added` tick (and counts as changed, having been lent out mutably).
-    fn put_back_resource<R: Component>(&mut self, value: R, added: Tick) -> Option<R> {
-        let old = self.insert_resource(value);
-        if old.is_none()
-            && let Some(Some(slot)) = self.resource_entry::<R>()
-        {
-            slot.added = added;
-        }
-        old
-    }
-
     /// The slot of resource type `R`, if one is stored.
     fn resource_slot<R: Component>(&self) -> Option<&Slot> {
         let id = self.components().id::<R>()?;
@@ -259,7 +246,14 @@ impl World {
         impl<R: Component> Drop for PutBack<'_, R> {
             fn drop(&mut self) {
                 if let Some(value) = self.value.take() {
-                    let inserted = self.world.put_back_resource(value, self.added);
+                    let inserted = self.world.insert_resource(value);
+                    // Put back where none is, it keeps its `added` tick (and counts as
+                    // changed, having been lent out mutably).
+                    if inserted.is_none()
+                        && let Some(Some(slot)) = self.world.resource_entry::<R>()
+                    {
+                        slot.added = self.added;
+                    }
                     if inserted.is_some() && !std::thread::panicking() {
                         panic!(
                             "resource `{}` was inserted during `resource_scope` over it; the one in \
