@@ -171,6 +171,7 @@ impl std::fmt::Debug for ParallelCommandQueue {
 /// Spawns take their id when applied, so `spawn` returns nothing: to act on the new entity,
 /// spawn it with everything it needs, or record a closure with [`add`](Self::add) that calls
 /// `World::spawn` and uses the id.
+#[derive(Debug)]
 pub struct ScopedCommands<'a> {
     queue: &'a mut CommandQueue,
 }
@@ -200,11 +201,5 @@ impl ScopedCommands<'_> {
     /// Records any command, e.g. a closure taking `&mut World`.
     pub fn add<C: Command>(&mut self, command: C) {
         self.queue.push(command);
-    }
-}
-
-impl std::fmt::Debug for ScopedCommands<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScopedCommands").finish_non_exhaustive()
     }
 }
