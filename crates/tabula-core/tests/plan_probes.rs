@@ -5,7 +5,7 @@
 //! stale pointer or row count shows up as a wrong result natively and as UB under Miri.
 //!
 //! Every change is followed by three passes: the first walks the archetypes, the second
-//! records the plan, the third reads it.
+//! makes the plan and reads it, the third reads it again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -335,12 +335,12 @@ fn plan_after_panicking_drops_in_structural_changes() {
 }
 
 #[test]
-fn plan_after_a_closure_panics_while_it_is_recorded() {
+fn plan_after_a_closure_panics_in_a_planned_pass() {
     let (mut world, _) = populated();
     let mut q = world.query::<(Entity, &mut Pos)>();
     let calls = AtomicUsize::new(0);
-    // Pass 1 walks; pass 2 records and panics part-way; later passes must see every row once
-    // and keep what the panicking pass wrote.
+    // Pass 1 walks; pass 2 makes the plan and panics part-way; later passes must see every
+    // row once and keep what the panicking pass wrote.
     q.for_each(&mut world, |(_, mut p)| p.0 += 1);
     for panic_at in [0usize, 3, 7, 23] {
         calls.store(0, Ordering::SeqCst);

@@ -229,7 +229,7 @@ fn a_plan_is_made_once_the_world_has_settled() {
         assert_eq!(bump_all(&mut q, &mut world).len(), 5 + i as usize);
         assert!(q.plan.at(shape(&world)).is_none(), "pass {i} after a change");
     }
-    // Unchanged since the last pass: this pass records the plan, and the next one reads it.
+    // Unchanged since the last pass: this pass makes the plan and reads it, and so does the next.
     assert_eq!(bump_all(&mut q, &mut world).len(), 7);
     let settled = shape(&world);
     assert!(q.plan.at(settled).is_some());
