@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::archetype::{Archetype, Archetypes};
 use crate::bundle::{Bundle, Bundles};
 use crate::change::RunTicks;
-use crate::change::{CHECK_TICK_THRESHOLD, LastRun, Mut, Tick};
+use crate::change::{CHECK_TICK_THRESHOLD, ComponentTicks, LastRun, Mut, Tick};
 use crate::component::{Component, ComponentId, Components};
 use crate::entity::{Entities, Entity, ReserveEntities};
 use crate::error::EntityError;
@@ -501,33 +501,24 @@ impl World {
     pub(crate) fn get_mut_raw<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
         let location = self.location(entity)?;
         let (last_run, this_run) = (self.last_change_tick, tick_now(&mut self.change_tick));
-        // SAFETY: as in `archetype_at`: a live entity's location names an existing archetype.
         // Shared access to the table is enough (the values are written through the column's
         // own pointers), and keeps the archetype shape, so query run plans stay valid.
-        let archetype = unsafe {
-            self.archetypes
-                .archetypes
-                .all()
-                .get_unchecked(location.archetype.index())
-        };
+        let archetype = self.archetype_at(location);
         let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
             return Err(missing::<T>(entity));
         };
         let column = archetype.table.column(column);
-        let row = location.row as usize;
+        let (row, ticks) = (location.row as usize, column.ticks_base());
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
         // makes these the only references into the column's values and ticks; the value and
-        // the `changed` tick are disjoint (value buffer, one field of the row's tick pair).
+        // the `changed` tick are disjoint (value buffer, one field of the row's tick pair,
+        // read and pointed at without a reference to the pair).
         unsafe {
-            let value = &mut *column.ptr(row).cast::<T>();
-            let added = column.added_at(row);
-            let floor = column.changed_floor(this_run);
-            let changed = &mut *column.changed_ptr(row);
             Ok(Mut::new(
-                value,
-                added,
-                changed,
-                floor,
+                &mut *column.ptr(row).cast::<T>(),
+                ComponentTicks::added_at(ticks, row),
+                &mut *ComponentTicks::changed_at(ticks, row),
+                column.changed_floor(this_run),
                 RunTicks { last_run, this_run },
             ))
         }

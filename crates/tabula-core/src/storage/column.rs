@@ -724,26 +724,6 @@ impl Column {
     pub(crate) fn ticks_base(&self) -> *mut ComponentTicks {
         self.ticks.as_ptr()
     }
-
-    /// Raw pointer to the `changed` tick of `row`, for marking through shared access paths.
-    ///
-    /// # Safety
-    /// `row < capacity`.
-    #[inline]
-    pub(crate) unsafe fn changed_ptr(&self, row: usize) -> *mut Tick {
-        // SAFETY: in bounds (the caller's contract).
-        unsafe { ComponentTicks::changed_at(self.ticks.as_ptr(), row) }
-    }
-
-    /// The `added` tick of `row`.
-    ///
-    /// # Safety
-    /// `row < capacity` holds a written tick, and nothing writes it meanwhile.
-    #[inline]
-    pub(crate) unsafe fn added_at(&self, row: usize) -> Tick {
-        // SAFETY: the caller's contract.
-        unsafe { ComponentTicks::added_at(self.ticks.as_ptr(), row) }
-    }
 }
 
 #[cfg(test)]
