@@ -109,36 +109,10 @@ fn column_map(from: &Archetype, to: &Archetype) -> Box<[u32]> {
 }
 
 impl Archetypes {
-    /// The edge for inserting bundle type `B` into entities of `source`, as
-    /// [`insert_edge`](Self::insert_edge) finds it (registering `B` on first use).
-    #[inline]
-    pub(crate) fn insert_edge_of<B: Bundle>(
-        &mut self,
-        registry: &mut Components,
-        bundles: &mut Bundles,
-        source: ArchetypeId,
-    ) -> usize {
-        let bundle = bundles.id_of::<B>(registry);
-        self.insert_edge(registry, source, bundles, bundle)
-    }
-
-    /// The edge for removing bundle type `B` from entities of `source`, as
-    /// [`remove_edge`](Self::remove_edge) finds it (registering `B` on first use).
-    #[inline]
-    pub(crate) fn remove_edge_of<B: Bundle>(
-        &mut self,
-        registry: &mut Components,
-        bundles: &mut Bundles,
-        source: ArchetypeId,
-    ) -> usize {
-        let bundle = bundles.id_of::<B>(registry);
-        self.remove_edge(registry, source, bundles, bundle)
-    }
-
     /// The edge for inserting (with `remove`, removing) bundle type `B` from `source`, when
-    /// `B` is the bundle type `bundles` looked up last and the edge exists: the lookup of
-    /// [`insert_edge_of`](Self::insert_edge_of) without its slow half, for the call-free fast paths of
-    /// insert and remove.
+    /// `B` is the bundle type `bundles` looked up last and the edge exists: the lookups of
+    /// [`Bundles::id_of`] and [`insert_edge`](Self::insert_edge) without their slow halves, for
+    /// the call-free fast paths of insert and remove.
     ///
     /// # Safety
     /// `source` is an existing archetype.

@@ -137,11 +137,12 @@ impl World {
     fn insert_general<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        let edge =
-            self.archetypes
-                .insert_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype);
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        let edge = self
+            .archetypes
+            .insert_edge(&self.components, location.archetype, &self.bundles, id);
         let tick = super::tick_now(&mut self.change_tick);
-        // SAFETY: `insert_edge_of` returns the index of an existing edge (edges are never removed).
+        // SAFETY: `insert_edge` returns the index of an existing edge (edges are never removed).
         let target = unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.target;
 
         if target == location.archetype {
@@ -295,10 +296,11 @@ impl World {
     fn remove_general<B: Bundle, const HOOKS: bool>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
-        let edge =
-            self.archetypes
-                .remove_edge_of::<B>(&mut self.components, &mut self.bundles, location.archetype);
-        // SAFETY: `remove_edge_of` returns the index of an existing edge (edges are never removed).
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        let edge = self
+            .archetypes
+            .remove_edge(&self.components, location.archetype, &self.bundles, id);
+        // SAFETY: `remove_edge` returns the index of an existing edge (edges are never removed).
         let edge_ref = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
         // One test for the three rare cases: a missing component, hooks, tracked removals.
         if edge_ref.unusual {
