@@ -179,7 +179,7 @@ impl Entities {
     /// threads at once. The entity exists (with no components) after the next
     /// [`flush`](Self::flush).
     pub fn reserve_entity(&self) -> Entity {
-        self.reserve_in(SHARED_LANE, 1).start_entity(self)
+        self.reserve_in_lane(SHARED_LANE)
     }
 
     /// Reserves `count` ids at once in the shared lane, with a single atomic operation.
@@ -190,7 +190,7 @@ impl Entities {
     /// Reserves one id in lane `lane` (an index [`add_lane`](Self::add_lane) returned).
     #[inline]
     pub(crate) fn reserve_in_lane(&self, lane: u32) -> Entity {
-        self.reserve_in(lane, 1).start_entity(self)
+        self.reserve_in(lane, 1).next().expect("one id was reserved")
     }
 
     /// Claims the lane's next `count` reservation numbers.
@@ -225,23 +225,19 @@ impl Entities {
     }
 
     /// True when reservations were made since the last flush.
-    #[inline]
-    pub fn needs_flush(&mut self) -> bool {
-        self.dirty_exclusive()
-    }
-
-    /// `dirty` on the `&mut` path, read as a plain value: unlike an atomic load, the
-    /// compiler can fold it into the comparison.
+    // `dirty` read as a plain value: unlike an atomic load, the compiler can fold it into the
+    // comparison.
     #[cfg(not(loom))]
     #[inline]
-    fn dirty_exclusive(&mut self) -> bool {
+    pub fn needs_flush(&mut self) -> bool {
         *self.dirty.get_mut()
     }
 
-    /// Loom's atomics have no `get_mut`; exclusive access makes a relaxed load exact.
+    /// True when reservations were made since the last flush.
+    // Loom's atomics have no `get_mut`; exclusive access makes a relaxed load exact.
     #[cfg(loom)]
     #[inline]
-    fn dirty_exclusive(&mut self) -> bool {
+    pub fn needs_flush(&mut self) -> bool {
         self.dirty.load(Ordering::Relaxed)
     }
 
@@ -470,14 +466,6 @@ pub struct ReserveEntities<'a> {
     entities: &'a Entities,
     lane: u32,
     numbers: std::ops::Range<u64>,
-}
-
-impl ReserveEntities<'_> {
-    /// The first id (a one-id reservation's only one).
-    fn start_entity(mut self, entities: &Entities) -> Entity {
-        let number = self.numbers.next().expect("one id was reserved");
-        entities.entity_at(entities.layout.position(self.lane, number))
-    }
 }
 
 impl Iterator for ReserveEntities<'_> {
