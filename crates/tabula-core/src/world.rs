@@ -716,12 +716,9 @@ impl World {
     /// The ticks of a lookup between runs (`QueryState::get`, `single`): changes since
     /// `last_run`, seen from the current tick, without advancing the clock.
     #[inline]
-    pub(crate) fn peek_run(&self, last_run: LastRun) -> RunTicks {
-        let now = self.change_tick.load(Ordering::Relaxed);
-        RunTicks {
-            last_run: last_run.seen_from(now),
-            this_run: Tick::new(now as u32),
-        }
+    pub(crate) fn peek_run(&self, mut last_run: LastRun) -> RunTicks {
+        // The run is recorded in this copy of `last_run` only, which is then dropped.
+        Self::run_ticks(&mut last_run, self.change_tick.load(Ordering::Relaxed))
     }
 
     /// Jumps the clock forward (tests of wrap-around only).
