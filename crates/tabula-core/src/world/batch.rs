@@ -103,7 +103,7 @@ impl World {
         if let Some(component) = super::hooks::managed_in::<B>()
             && let Some(&(entity, _)) = batch.first()
         {
-            return Err(super::hooks::insert_refused(entity, component));
+            return Err(EntityError::HierarchyComponent { entity, component });
         }
         let mut rows = BatchRows::new(0);
         let whole = match self.table_in_order(batch.iter().map(|&(entity, _)| entity)) {

@@ -33,7 +33,6 @@ use crate::bundle::Bundle;
 use crate::command::CommandQueue;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::error::EntityError;
 use crate::hierarchy::{Children, Parent};
 use crate::location::EntityLocation;
 
@@ -151,12 +150,6 @@ pub(crate) fn managed_in<B: Bundle>() -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// The error for an insert of a bundle holding managed `component` into `entity`.
-#[cold]
-pub(crate) fn insert_refused(entity: Entity, component: &'static str) -> EntityError {
-    EntityError::HierarchyComponent { entity, component }
 }
 
 /// Panics for `what` (e.g. "a query term") asking to write managed `component`.

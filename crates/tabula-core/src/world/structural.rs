@@ -38,7 +38,7 @@ impl World {
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         // A constant once inlined: free for every other bundle.
         if let Some(component) = hooks::managed_in::<B>() {
-            return Err(hooks::insert_refused(entity, component));
+            return Err(EntityError::HierarchyComponent { entity, component });
         }
         self.insert_raw(entity, bundle)
     }
