@@ -313,7 +313,7 @@ pub(crate) fn pair_mut(
 ) -> (&mut Archetype, &mut Archetype) {
     match archetypes.get_disjoint_mut([a.index(), b.index()]) {
         Ok([a, b]) => (a, b),
-        Err(_) => pair_mut_failed(a, b),
+        Err(_) => panic!("pair_mut needs two distinct, existing archetypes, got {a:?} and {b:?}"),
     }
 }
 
@@ -331,12 +331,6 @@ pub(crate) unsafe fn pair_mut_unchecked(
     // SAFETY: both in bounds and distinct (the caller's contract).
     let [a, b] = unsafe { archetypes.get_disjoint_unchecked_mut([a.index(), b.index()]) };
     (a, b)
-}
-
-#[cold]
-#[track_caller]
-fn pair_mut_failed(a: ArchetypeId, b: ArchetypeId) -> ! {
-    panic!("pair_mut needs two distinct, existing archetypes, got {a:?} and {b:?}")
 }
 
 #[cfg(test)]
