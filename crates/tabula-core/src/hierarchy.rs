@@ -317,14 +317,11 @@ impl World {
     /// Removes `child` from `parent`'s [`Children`], dropping the component when it empties.
     /// Does nothing if `parent` is dead or does not list `child`.
     fn remove_from_children(&mut self, parent: Entity, child: Entity) {
-        let Some(index) = self
-            .get::<Children>(parent)
-            .ok()
-            .and_then(|children| children.0.iter().position(|&c| c == child))
-        else {
+        let Ok(mut children) = self.get_mut_raw::<Children>(parent) else {
             return;
         };
-        let Ok(mut children) = self.get_mut_raw::<Children>(parent) else {
+        // Searched through `Deref`, so a list without `child` is not marked changed.
+        let Some(index) = children.0.iter().position(|&c| c == child) else {
             return;
         };
         children.0.remove(index);
