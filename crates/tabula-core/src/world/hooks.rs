@@ -26,7 +26,7 @@
 //! the owner's methods. The list is known at compile time, so the test folds to nothing for
 //! every other type; today it holds the hierarchy's two types.
 
-use std::any::{TypeId, type_name};
+use std::any::TypeId;
 
 use super::World;
 use crate::bundle::Bundle;
@@ -160,18 +160,6 @@ pub(crate) fn write_refused(component: &str, what: &str) -> ! {
         "{what} asks to write `{component}`, which changes only through World::set_parent, \
          remove_parent and despawn_recursive (or the matching commands), so that Parent and \
          Children stay in step; read it with `&{component}` instead"
-    )
-}
-
-/// Panics for a spawn of bundle `B`, which holds a managed component.
-#[cold]
-#[track_caller]
-pub(crate) fn spawn_refused<B: Bundle>() -> ! {
-    panic!(
-        "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
-         World::set_parent and the other hierarchy methods; spawn the entity without it, then \
-         call set_parent",
-        type_name::<B>()
     )
 }
 

@@ -35,7 +35,11 @@ where
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
         if lower >= u32::MAX as usize {
-            source_too_long(lower);
+            // An endless iterator, usually; refused before anything is reserved for it.
+            panic!(
+                "spawn_batch: the source iterator promises at least {lower} items (its size hint), more than \
+                 the u32::MAX - 1 entities a world can hold; give spawn_batch a finite iterator (`.take(n)`)"
+            )
         }
         let table = &mut world.archetypes.archetypes.all_mut()[target.index()].table;
         table.reserve(lower);
@@ -44,17 +48,6 @@ where
         world.entities.reserve(lower);
         Self { world, source, edge }
     }
-}
-
-/// The panic for a source that promises more items than a world has entity slots (an
-/// endless iterator, usually), before anything is reserved for it.
-#[cold]
-#[track_caller]
-fn source_too_long(lower: usize) -> ! {
-    panic!(
-        "spawn_batch: the source iterator promises at least {lower} items (its size hint), more than \
-         the u32::MAX - 1 entities a world can hold; give spawn_batch a finite iterator (`.take(n)`)"
-    )
 }
 
 impl<I> Iterator for SpawnBatch<'_, I>
