@@ -261,11 +261,19 @@ impl Bundles {
                 components.info(pair[0]).name()
             );
         }
-        if let Some(&tuple) = fields
-            .iter()
-            .find(|&&id| is_tuple_type(components.info(id).name()))
-        {
-            nested_tuple_refused::<B>(components.info(tuple).name());
+        // `((Pos, Vel), Player)` would store one component of type `(Pos, Vel)`, which no query
+        // for `Pos` finds. Tuples are not flattened (any type is a component, tuples included),
+        // so this is refused on first use. Only tuple type names start with `(`; the unit type
+        // `()` is a plain zero-sized component, and nothing is lost by storing it.
+        let mut names = fields.iter().map(|&id| components.info(id).name());
+        if let Some(field) = names.find(|name| name.starts_with('(') && *name != "()") {
+            panic!(
+                "bundle `{}` has a field of tuple type `{field}`; a nested tuple is not flattened into its \
+                 components but would be stored as one component of that tuple type. List its \
+                 components in the outer tuple instead, or wrap the value in a struct if one component \
+                 is meant",
+                type_name::<B>()
+            )
         }
         let id = self.infos.len();
         self.infos.push(BundleInfo {
@@ -276,26 +284,6 @@ impl Bundles {
         self.by_type.insert(TypeId::of::<B>(), id);
         id
     }
-}
-
-/// True for a tuple type's name, except the unit type's: `()` is a plain zero-sized
-/// component, and nothing is lost by storing it. (Only tuple type names start with `(`.)
-fn is_tuple_type(name: &str) -> bool {
-    name.starts_with('(') && name != "()"
-}
-
-/// The panic for a bundle with a tuple among its fields: `((Pos, Vel), Player)` would store
-/// one component of type `(Pos, Vel)`, which no query for `Pos` finds. Tuples are not
-/// flattened (any type is a component, tuples included), so this is refused on first use.
-#[cold]
-fn nested_tuple_refused<B>(field: &str) -> ! {
-    panic!(
-        "bundle `{}` has a field of tuple type `{field}`; a nested tuple is not flattened into its \
-         components but would be stored as one component of that tuple type. List its \
-         components in the outer tuple instead, or wrap the value in a struct if one component \
-         is meant",
-        type_name::<B>()
-    )
 }
 
 macro_rules! tuple_bundle {
