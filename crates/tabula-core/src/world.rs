@@ -259,12 +259,7 @@ impl World {
     #[track_caller]
     fn spawn_edge<B: Bundle>(&mut self) -> usize {
         if hooks::managed_in::<B>().is_some() {
-            panic!(
-                "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
-                 World::set_parent and the other hierarchy methods; spawn the entity without it, then \
-                 call set_parent",
-                type_name::<B>()
-            )
+            hooks::spawn_refused::<B>();
         }
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         self.archetypes

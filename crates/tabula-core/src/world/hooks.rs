@@ -163,6 +163,18 @@ pub(crate) fn write_refused(component: &str, what: &str) -> ! {
     )
 }
 
+/// Panics for a spawn of bundle `B`, which holds a managed component.
+#[cold]
+#[track_caller]
+pub(crate) fn spawn_refused<B: Bundle>() -> ! {
+    panic!(
+        "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
+         World::set_parent and the other hierarchy methods; spawn the entity without it, then \
+         call set_parent",
+        std::any::type_name::<B>()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::panic::{AssertUnwindSafe, catch_unwind};
