@@ -36,6 +36,12 @@ pub enum EntityError {
         /// `"Parent"` or `"Children"`.
         component: &'static str,
     },
+    /// A spawn was refused because every entity slot of the world is live or retired (a
+    /// slot whose generation count ran out is never reused). Despawning frees slots.
+    IndexSpaceExhausted {
+        /// How many slots the world has.
+        slots: u32,
+    },
 }
 
 impl fmt::Display for EntityError {
@@ -65,6 +71,11 @@ impl fmt::Display for EntityError {
                  hierarchy changes only through World::set_parent, remove_parent and \
                  despawn_recursive (or the matching commands), which keep Parent and Children in \
                  step"
+            ),
+            Self::IndexSpaceExhausted { slots } => write!(
+                f,
+                "the spawn was refused: every one of the world's {slots} entity slots is live or \
+                 retired; despawn entities to free slots"
             ),
         }
     }

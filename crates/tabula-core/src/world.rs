@@ -27,7 +27,7 @@ use crate::bundle::{Bundle, Bundles};
 use crate::change::RunTicks;
 use crate::change::{CHECK_TICK_THRESHOLD, ComponentTicks, LastRun, Mut, Tick};
 use crate::component::{Component, ComponentId, Components};
-use crate::entity::{Entities, Entity, ReserveEntities};
+use crate::entity::{Entities, Entity, LaneTicket, ReserveEntities};
 use crate::error::EntityError;
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
@@ -101,27 +101,44 @@ impl WorldId {
 /// [`Commands::new_in_lane`](crate::Commands::new_in_lane)) depend only on the world's state
 /// at its last flush and on the lane's own earlier reservations, never on what other threads
 /// reserve at the same time. From [`World::add_entity_lane`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// The lane is owned: dropping this value releases it, and the world reuses released lanes
+/// (lowest index first) instead of adding new ones, so lanes do not pile up as systems and
+/// schedules come and go. A schedule holds one per command-recording system and world.
+///
+/// ```
+/// let mut world = tabula::World::new();
+/// let lane = world.add_entity_lane();
+/// let index = lane.index();
+/// drop(lane);
+/// assert_eq!(world.add_entity_lane().index(), index, "a released lane is reused");
+/// ```
+#[derive(Debug)]
 pub struct EntityLane {
     world: WorldId,
-    index: u32,
+    ticket: LaneTicket,
 }
 
 impl EntityLane {
+    /// The lane's index in its world's allocator (the shared lane is 0).
+    pub fn index(&self) -> u32 {
+        self.ticket.index()
+    }
+
     /// The lane's index in `world`'s allocator.
     ///
     /// # Panics
     /// When the lane was made by another world.
-    pub(crate) fn index_in(self, world: &World) -> u32 {
+    pub(crate) fn index_in(&self, world: &World) -> u32 {
         assert!(
             self.world == world.id,
             "entity lane {} of world {:?} used with world {:?}; lanes are per world: add one with \
              `World::add_entity_lane` on the world the commands are for",
-            self.index,
+            self.index(),
             self.world,
             world.id
         );
-        self.index
+        self.index()
     }
 }
 
@@ -210,12 +227,50 @@ impl World {
     /// # Panics
     /// When `B` lists a component type twice, or holds a [`Parent`](crate::Parent) or
     /// [`Children`](crate::Children) (spawn without it, then call
-    /// [`set_parent`](Self::set_parent)): mistakes in the calling code.
+    /// [`set_parent`](Self::set_parent)): mistakes in the calling code. Also when every
+    /// entity slot is in use, leaving the world unchanged: [`try_spawn`](Self::try_spawn)
+    /// returns that as an error.
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.flush();
         let edge = self.spawn_edge::<B>();
         self.spawn_along(edge, bundle)
+    }
+
+    /// As [`spawn`](Self::spawn), but returns [`EntityError::IndexSpaceExhausted`] instead of
+    /// panicking when every entity slot (`u32::MAX - 1` of them) is live or retired. The
+    /// world is then unchanged and stays usable: despawning frees slots again.
+    ///
+    /// ```
+    /// let mut world = tabula::World::new();
+    /// let e = world.try_spawn((1u8,))?;
+    /// assert_eq!(world.get::<u8>(e), Ok(&1));
+    /// # Ok::<(), tabula::EntityError>(())
+    /// ```
+    ///
+    /// # Panics
+    /// As [`spawn`](Self::spawn), for mistakes in the calling code.
+    #[track_caller]
+    pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, EntityError> {
+        self.flush();
+        let edge = self.spawn_edge::<B>();
+        if !self.entities.has_room() {
+            return Err(self.exhausted());
+        }
+        Ok(self.spawn_along(edge, bundle))
+    }
+
+    /// The error for a spawn refused because the index space is used up, reported through
+    /// `tracing` too.
+    #[cold]
+    fn exhausted(&self) -> EntityError {
+        let slots = self.entities.slot_limit();
+        tracing::error!(
+            slots,
+            "entity index space exhausted: every one of the world's {slots} entity slots is live or \
+             retired; the spawn is refused. Despawn entities to free slots"
+        );
+        EntityError::IndexSpaceExhausted { slots }
     }
 
     /// Spawns an entity with no components (the same as `spawn(())`); add some later with
@@ -361,17 +416,49 @@ impl World {
         self.entities.reserve_entity()
     }
 
-    /// Adds a reservation lane (see [`EntityLane`]). Reservations are flushed first.
+    /// Adds a reservation lane (see [`EntityLane`]), reusing a released one when there is
+    /// one. Reservations are flushed first.
     ///
-    /// Lanes are never removed. Each costs a few bytes, and while the world is in use the
-    /// allocator gives every lane a block of ids sized to what it reserved recently, so an
-    /// idle lane's block shrinks to nothing.
+    /// Each lane costs a few bytes, and the allocator gives every lane a block of ids sized
+    /// to what it reserved in its owner's recent runs, so the block of an owner that stopped
+    /// spawning shrinks to nothing, and a released lane's block is emptied.
     pub fn add_entity_lane(&mut self) -> EntityLane {
         self.flush();
         EntityLane {
             world: self.id,
-            index: self.entities.add_lane(),
+            ticket: self.entities.add_lane(),
         }
+    }
+
+    /// How many reservation lanes the world has, the shared one included: the most ever
+    /// owned at once, plus one (released lanes are reused, not added again).
+    ///
+    /// ```
+    /// let mut world = tabula::World::new();
+    /// let lanes: Vec<_> = (0..3).map(|_| world.add_entity_lane()).collect();
+    /// assert_eq!(world.entity_lane_count(), 4);
+    /// drop(lanes);
+    /// let again = world.add_entity_lane();
+    /// assert_eq!(world.entity_lane_count(), 4, "released lanes are reused");
+    /// ```
+    pub fn entity_lane_count(&self) -> usize {
+        self.entities.lane_count()
+    }
+
+    /// How many entity slots the world has made: every entity index it handed out is below
+    /// this. Slots are reused after a despawn, so this follows the most entities alive (and
+    /// reserved) at once, not the number ever spawned.
+    pub fn entity_slots(&self) -> usize {
+        self.entities.slots()
+    }
+
+    /// Caps the number of entity slots at `limit` (at most `u32::MAX`, the default), so a
+    /// test can drive a small world to the end of its index space. Spawns past it are
+    /// refused as when the real index space runs out. Reservations are flushed first.
+    #[doc(hidden)]
+    pub fn set_entity_slot_limit(&mut self, limit: u32) {
+        self.flush();
+        self.entities.set_slot_limit(limit);
     }
 
     /// Reserves `count` entity ids at once; see [`reserve_entity`](Self::reserve_entity).
@@ -391,6 +478,11 @@ impl World {
     /// ```
     pub fn spawn_at<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
+        if self.entities.is_exhausted_placeholder(entity) {
+            return Err(EntityError::IndexSpaceExhausted {
+                slots: self.entities.slot_limit(),
+            });
+        }
         let location = self.location(entity)?;
         if location.archetype != ArchetypeId::EMPTY {
             return Err(EntityError::AlreadySpawned(entity));

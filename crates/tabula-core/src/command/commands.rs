@@ -87,7 +87,9 @@ impl<'w, 's> Commands<'w, 's> {
     /// As [`new`](Self::new), reserving ids in `lane`: the ids of its spawns then depend only
     /// on the world's state at its last flush and on the spawns recorded in this lane before,
     /// not on what other threads reserve meanwhile. A schedule gives each command-recording
-    /// system a lane of its own this way.
+    /// system a lane of its own this way, and makes one of these per run of the system: each
+    /// call counts as a run of the lane's owner, after which the lane's block of ids is sized
+    /// to what the run reserved (see [`EntityLane`]).
     ///
     /// ```
     /// use tabula::{Commands, CommandQueue, World};
@@ -96,8 +98,8 @@ impl<'w, 's> Commands<'w, 's> {
     /// let (a, b) = (world.add_entity_lane(), world.add_entity_lane());
     /// let (mut qa, mut qb) = (CommandQueue::new(), CommandQueue::new());
     /// // Whichever lane spawns first, each gets the same id.
-    /// let from_b = Commands::new_in_lane(&mut qb, &world, b).spawn(("b",)).id();
-    /// let from_a = Commands::new_in_lane(&mut qa, &world, a).spawn(("a",)).id();
+    /// let from_b = Commands::new_in_lane(&mut qb, &world, &b).spawn(("b",)).id();
+    /// let from_a = Commands::new_in_lane(&mut qa, &world, &a).spawn(("a",)).id();
     /// qa.apply(&mut world);
     /// qb.apply(&mut world);
     /// assert_eq!(world.get::<&str>(from_a), Ok(&"a"));
@@ -106,8 +108,10 @@ impl<'w, 's> Commands<'w, 's> {
     ///
     /// # Panics
     /// When `lane` belongs to another world, or `queue` holds commands for another world.
-    pub fn new_in_lane(queue: &'s mut CommandQueue, world: &'w World, lane: EntityLane) -> Self {
-        Self::reserving_in(queue, world, lane.index_in(world))
+    pub fn new_in_lane(queue: &'s mut CommandQueue, world: &'w World, lane: &EntityLane) -> Self {
+        let index = lane.index_in(world);
+        world.entities().begin_lane_run(index);
+        Self::reserving_in(queue, world, index)
     }
 
     /// Ties `queue` to `world` (see [`new`](Self::new)) and records into it, reserving ids in
@@ -401,8 +405,17 @@ pub(super) fn despawn_command(entity: Entity) -> impl Command {
 /// A spawn whose id is taken when it is applied (no reservation beforehand).
 pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
     Fallible(move |world: &mut World| {
-        let entity = world.reserve_entity();
-        spawn_reserved(world, entity, bundle)
+        if crate::world::hooks::managed_in::<B>().is_some() {
+            // Refused, with the error a reserved spawn reports (rare: a mistake).
+            let entity = world.reserve_entity();
+            return spawn_reserved(world, entity, bundle);
+        }
+        // No reservation: one would make the next structural call flush, and every flush
+        // re-lays the lanes' blocks (thousands of these are applied at one sync point).
+        world
+            .try_spawn(bundle)
+            .map(drop)
+            .map_err(|error| CommandError::Spawn { command: "spawn", error })
     })
 }
 

@@ -123,6 +123,15 @@ pub enum CommandError {
         /// What was wrong.
         error: HierarchyError,
     },
+    /// A spawn that had no id yet (one recorded through
+    /// [`ScopedCommands`](crate::ScopedCommands), which takes its id when applied) was
+    /// refused: [`EntityError::IndexSpaceExhausted`].
+    Spawn {
+        /// The command, `"spawn"`.
+        command: &'static str,
+        /// What was wrong.
+        error: EntityError,
+    },
     /// The resource the command works on was missing.
     Resource {
         /// The command, e.g. `"remove_resource"`.
@@ -144,7 +153,7 @@ impl CommandError {
     pub fn entity(&self) -> Option<Entity> {
         match self {
             Self::Entity { entity, .. } | Self::Hierarchy { entity, .. } => Some(*entity),
-            Self::Resource { .. } | Self::Custom { .. } => None,
+            Self::Spawn { .. } | Self::Resource { .. } | Self::Custom { .. } => None,
         }
     }
 
@@ -153,6 +162,7 @@ impl CommandError {
         match self {
             Self::Entity { command, .. }
             | Self::Hierarchy { command, .. }
+            | Self::Spawn { command, .. }
             | Self::Resource { command, .. }
             | Self::Custom { command, .. } => command,
         }
@@ -162,7 +172,7 @@ impl CommandError {
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason: &dyn fmt::Display = match self {
-            Self::Entity { error, .. } => error,
+            Self::Entity { error, .. } | Self::Spawn { error, .. } => error,
             Self::Hierarchy { error, .. } => error,
             Self::Resource { error, .. } => error,
             Self::Custom { message, .. } => message,
@@ -178,7 +188,7 @@ impl fmt::Display for CommandError {
 impl std::error::Error for CommandError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Entity { error, .. } => Some(error),
+            Self::Entity { error, .. } | Self::Spawn { error, .. } => Some(error),
             Self::Hierarchy { error, .. } => Some(error),
             Self::Resource { error, .. } => Some(error),
             Self::Custom { .. } => None,

@@ -24,6 +24,18 @@
 //! scheme does. A schedule gives each command-recording system a lane of its own, so that
 //! systems recording commands in parallel get the same ids with one thread or many.
 //!
+//! Lanes are owned: [`add_lane`](Entities::add_lane) hands out a [`LaneTicket`], and dropping
+//! it (a schedule leaving the world, a system removed) releases the lane. Released lanes are
+//! taken back at the next `&mut` call that can move positions (a flush, or adding a lane) and
+//! reused, lowest index first, so a world's lane count is the most lanes ever owned at once,
+//! not the number ever handed out, and the same sequence of adds and releases gives the same
+//! lanes.
+//!
+//! Slot indices stop at a limit (`u32::MAX - 1` slots, lower for tests). A reservation past it
+//! gets a placeholder id that is never live (its index is `u32::MAX`), and the flush makes no
+//! entity for it; `alloc` refuses past it. So running out of index space is an error the
+//! caller sees, never a corrupted allocator: freeing entities makes room again.
+//!
 //! A slot's generation is bumped when it is freed. A slot whose generation would overflow is
 //! retired instead of reused, so a stale handle can never match a later occupant.
 
@@ -33,7 +45,7 @@ use super::lanes::LaneLayout;
 use super::{Entity, GENERATION_BITS, GENERATION_MASK, first_generation};
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 /// One slot. `repr(C)`: `index` and `generation` in that order are laid out as an
 /// [`Entity`], so a lookup compares them with the handle as one 64-bit value, and `generation`
 /// and `location.archetype` are adjacent for [`Locations::row_in`].
@@ -56,8 +68,43 @@ struct EntityMeta {
 pub(crate) const SHARED_LANE: u32 = 0;
 
 /// [`EntityMeta::index`] of a slot whose entity has no location. Entity indices stay below
-/// it (`alloc` and the reservations refuse `u32::MAX`).
+/// it (`alloc` and the reservations refuse `u32::MAX`), so it is also the index of the
+/// placeholder a reservation past the limit gets.
 const UNPLACED: u32 = u32::MAX;
+
+/// The most slots an allocator has: every index below `u32::MAX`.
+pub(crate) const MAX_SLOTS: u32 = u32::MAX;
+
+/// The bit of a lane's counter that says its owner began a run since the last flush (see
+/// [`Entities::begin_lane_run`]); the bits below it count reservations.
+const RAN: u64 = 1 << 63;
+
+/// The indices of lanes whose [`LaneTicket`] was dropped, waiting to be taken back.
+type Released = Arc<Mutex<Vec<u32>>>;
+
+/// Ownership of one reservation lane of an [`Entities`]: dropping it releases the lane,
+/// which the allocator takes back and reuses.
+#[derive(Debug)]
+pub(crate) struct LaneTicket {
+    index: u32,
+    released: Released,
+}
+
+impl LaneTicket {
+    /// The lane's index.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+impl Drop for LaneTicket {
+    fn drop(&mut self) {
+        // A poisoned lock only means another release panicked mid-push; the list is a plain
+        // `Vec` of indices and stays valid.
+        let mut released = self.released.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        released.push(self.index);
+    }
+}
 
 impl EntityMeta {
     /// A slot that never held an entity, in a world whose slots start at `generation`.
@@ -123,7 +170,7 @@ pub struct Entities {
     meta: Vec<EntityMeta>,
     /// Free slot indices, the next one to reuse last.
     pending: Vec<u32>,
-    /// Per lane, how many ids it reserved since the last flush.
+    /// Per lane, how many ids it reserved since the last flush, with the [`RAN`] bit.
     reserved: Vec<AtomicU64>,
     /// Set by the first reservation of each lane after a flush: the one check every
     /// structural operation makes.
@@ -134,6 +181,12 @@ pub struct Entities {
     live: u32,
     /// The generation word of a fresh slot's first entity: the world tag and a count of 1.
     first_generation: NonZeroU32,
+    /// Lanes whose tickets were dropped since they were last taken back.
+    released: Released,
+    /// Lanes taken back and not handed out again.
+    free_lanes: Vec<u32>,
+    /// No slot index reaches this; [`MAX_SLOTS`] but in tests.
+    slot_limit: u32,
 }
 
 impl Default for Entities {
@@ -158,6 +211,9 @@ impl Entities {
             layout: LaneLayout::new(),
             live: 0,
             first_generation: first_generation(tag),
+            released: Released::default(),
+            free_lanes: Vec::new(),
+            slot_limit: MAX_SLOTS,
         }
     }
 
@@ -167,12 +223,49 @@ impl Entities {
     }
 
     /// Adds a reservation lane: ids reserved through it depend only on the allocator's
-    /// state at the last flush and on the lane's own earlier reservations. Reservations must
-    /// have been flushed first (the layout changes).
-    pub(crate) fn add_lane(&mut self) -> u32 {
+    /// state at the last flush and on the lane's own earlier reservations. A released lane
+    /// is reused when there is one (the lowest index first), so lanes do not accumulate as
+    /// owners come and go. Reservations must have been flushed first (the layout changes).
+    pub(crate) fn add_lane(&mut self) -> LaneTicket {
         assert!(!self.needs_flush(), "add_lane with unflushed reservations");
-        self.reserved.push(AtomicU64::new(0));
-        self.layout.add_lane()
+        self.take_back_lanes();
+        let index = match self.free_lanes.iter().enumerate().min_by_key(|&(_, &lane)| lane) {
+            Some((at, _)) => self.free_lanes.swap_remove(at),
+            None => {
+                self.reserved.push(AtomicU64::new(0));
+                self.layout.add_lane()
+            }
+        };
+        LaneTicket {
+            index,
+            released: Arc::clone(&self.released),
+        }
+    }
+
+    /// Takes back the lanes whose tickets were dropped: their blocks are emptied and they
+    /// wait in `free_lanes` to be handed out again. Only with no reservation outstanding.
+    fn take_back_lanes(&mut self) {
+        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for lane in released {
+            let counter = &self.reserved[lane as usize];
+            debug_assert_eq!(counter.load(Ordering::Relaxed) & !RAN, 0, "released lane {lane} was not flushed");
+            counter.store(0, Ordering::Relaxed);
+            self.layout.release(lane);
+            self.free_lanes.push(lane);
+        }
+    }
+
+    /// How many lanes exist, the shared one included (owned, or released and waiting).
+    pub(crate) fn lane_count(&self) -> usize {
+        self.reserved.len()
+    }
+
+    /// Records that the owner of lane `lane` began a run (a system's run, for a schedule):
+    /// at the next flush the lane's block is sized to what it used since, even if that is
+    /// nothing, so the block of an owner that stopped reserving shrinks run by run.
+    #[inline]
+    pub(crate) fn begin_lane_run(&self, lane: u32) {
+        self.reserved[lane as usize].fetch_or(RAN, Ordering::Relaxed);
     }
 
     /// Reserves one id in the shared lane without `&mut` access; safe to call from many
@@ -197,9 +290,9 @@ impl Entities {
     fn reserve_in(&self, lane: u32, count: u32) -> ReserveEntities<'_> {
         let counter = &self.reserved[lane as usize];
         let count = u64::from(count);
-        // A `u64` count cannot wrap: each number is a distinct position, and positions past
-        // the `u32` index space panic in `entity_at` long before.
-        let first = counter.fetch_add(count, Ordering::Relaxed);
+        // The count cannot reach the `RAN` bit: that takes 2^63 reservations between flushes,
+        // centuries of them.
+        let first = counter.fetch_add(count, Ordering::Relaxed) & !RAN;
         if first == 0 && count > 0 {
             self.dirty.store(true, Ordering::Relaxed);
         }
@@ -210,18 +303,45 @@ impl Entities {
         }
     }
 
-    /// The id at position `position` of the current sequence (see the module docs).
+    /// The id at position `position` of the current sequence (see the module docs), or the
+    /// placeholder (index `u32::MAX`, never live) when the position's slot would be past the
+    /// slot limit: the flush makes no entity for it.
     fn entity_at(&self, position: u64) -> Entity {
-        let index = u32::try_from(slot_at(&self.pending, self.meta.len() as u64, position))
-            .ok()
-            .filter(|&i| i < u32::MAX)
-            .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+        let index = slot_at(&self.pending, self.meta.len() as u64, position);
+        let Some(index) = u32::try_from(index).ok().filter(|&i| i < self.slot_limit) else {
+            exhausted(self.slot_limit);
+            return Entity::new(UNPLACED, self.first_generation);
+        };
         // A fresh slot (past the table) starts at generation 1.
         let generation = self
             .meta
             .get(index as usize)
             .map_or(self.first_generation, |meta| meta.generation);
         Entity::new(index, generation)
+    }
+
+    /// True when `entity` is the placeholder a reservation past the slot limit got.
+    pub(crate) fn is_exhausted_placeholder(&self, entity: Entity) -> bool {
+        entity.index() == UNPLACED && entity.world_tag() == self.tag()
+    }
+
+    /// True when [`alloc`](Self::alloc) would succeed: a freed slot waits, or the table is
+    /// below the slot limit.
+    #[inline]
+    pub(crate) fn has_room(&self) -> bool {
+        !self.pending.is_empty() || self.meta.len() < self.slot_limit as usize
+    }
+
+    /// The slot limit (see the module docs).
+    pub(crate) fn slot_limit(&self) -> u32 {
+        self.slot_limit
+    }
+
+    /// Lowers (or restores) the slot limit, for tests that drive a world to it: at most
+    /// [`MAX_SLOTS`]. Slots past a lowered limit that already exist stay usable.
+    pub(crate) fn set_slot_limit(&mut self, limit: u32) {
+        assert!(!self.needs_flush(), "set_slot_limit with unflushed reservations");
+        self.slot_limit = limit.min(MAX_SLOTS);
     }
 
     /// True when reservations were made since the last flush.
@@ -249,17 +369,15 @@ impl Entities {
             return;
         }
         // Exclusive access: every reservation has finished, so relaxed loads are exact.
-        let counts: Vec<u64> = self.reserved.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        let claimed = self.layout.claimed(&counts);
+        let words: Vec<u64> = self.reserved.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let counts: Vec<u64> = words.iter().map(|&word| word & !RAN).collect();
+        let mut claimed = self.layout.claimed(&counts);
         let free = self.pending.len();
-        let fresh = claimed.len().saturating_sub(free);
         let old_slots = self.meta.len();
-        // A reservation past the index space panicked when it was made, but its count stays:
-        // refuse here, before any slot is created with a truncated index.
-        assert!(
-            old_slots + fresh <= u32::MAX as usize,
-            "entity index space exhausted: more than u32::MAX - 1 entity slots reserved"
-        );
+        // Positions whose slot would pass the limit got the placeholder: no entity, no slot.
+        let room = (self.slot_limit as usize).saturating_sub(old_slots);
+        claimed.truncate(free + room);
+        let fresh = claimed.len().saturating_sub(free);
         self.meta
             .resize(old_slots + fresh, EntityMeta::fresh(self.first_generation));
         // Slots are named as `entity_at` named them, before the table grew.
@@ -286,8 +404,11 @@ impl Entities {
         for counter in &mut self.reserved {
             counter.store(0, Ordering::Relaxed);
         }
-        self.layout.resize(&counts);
+        // A lane was active if it reserved or its owner began a run; the shared lane has no
+        // owner, and is active when it reserved.
+        self.layout.resize(&counts, |k| words[k] != 0);
         self.dirty.store(false, Ordering::Relaxed);
+        self.take_back_lanes();
     }
 
     /// Makes room for `additional` more allocations without growing the slot table in
@@ -297,9 +418,14 @@ impl Entities {
     }
 
     /// Allocates one id on the `&mut` path. Reservations must have been flushed first.
+    ///
+    /// # Panics
+    /// When no slot is left (see [`has_room`](Self::has_room)), before anything changes.
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
-        debug_assert!(!self.needs_flush(), "alloc with unflushed reservations");
+        // Checked in release builds too: a fresh slot handed out now would be a position
+        // some reservation already holds.
+        assert!(!self.needs_flush(), "alloc with unflushed reservations");
         // No reservation is outstanding, so changing `pending` moves no reserved position.
         let entity = if let Some(index) = self.pending.pop() {
             let meta = &mut self.meta[index as usize];
@@ -307,10 +433,10 @@ impl Entities {
             Entity::new(index, meta.generation)
         } else {
             // Checked before anything changes, so a caught panic leaves the count exact.
-            let index = u32::try_from(self.meta.len())
-                .ok()
-                .filter(|&i| i < u32::MAX)
-                .expect("entity index space exhausted: more than u32::MAX - 1 entity slots");
+            if self.meta.len() >= self.slot_limit as usize {
+                exhausted_panic(self.slot_limit);
+            }
+            let index = self.meta.len() as u32;
             let generation = self.first_generation;
             self.meta.push(EntityMeta {
                 index,
@@ -326,7 +452,9 @@ impl Entities {
     /// Frees a live entity's slot and returns where it was stored; `None` for a dead or
     /// never-created handle. Reservations must have been flushed first.
     pub(crate) fn free(&mut self, entity: Entity) -> Option<EntityLocation> {
-        debug_assert!(!self.needs_flush(), "free with unflushed reservations");
+        // Checked in release builds too: pushing to the free list would move reserved
+        // positions.
+        assert!(!self.needs_flush(), "free with unflushed reservations");
         let location = self.get(entity)?;
         let meta = &mut self.meta[entity.index() as usize];
         meta.index = UNPLACED;
@@ -347,7 +475,7 @@ impl Entities {
 
     /// Frees every entity, keeping generations so that old handles stay dead.
     pub(crate) fn clear(&mut self) {
-        debug_assert!(!self.needs_flush(), "clear with unflushed reservations");
+        assert!(!self.needs_flush(), "clear with unflushed reservations");
         for index in 0..self.meta.len() {
             let meta = self.meta[index];
             if meta.is_placed() {
@@ -446,6 +574,28 @@ impl Entities {
     pub fn is_empty(&self) -> bool {
         self.live == 0
     }
+}
+
+/// Reports a refused reservation or spawn: the index space is used up.
+#[cold]
+fn exhausted(limit: u32) {
+    tracing::error!(
+        slots = limit,
+        "entity index space exhausted: every one of the world's {limit} entity slots is live or \
+         retired; the spawn is refused. Despawn entities to free slots"
+    );
+}
+
+/// [`exhausted`], as the panic of a spawn that has no way to return an error.
+#[cold]
+#[track_caller]
+fn exhausted_panic(limit: u32) -> ! {
+    exhausted(limit);
+    panic!(
+        "entity index space exhausted: every one of the world's {limit} entity slots is live or \
+         retired, so the spawn is refused (the world is unchanged and stays usable). Despawn \
+         entities to free slots, or use World::try_spawn to get an error instead of this panic"
+    )
 }
 
 /// The slot at `position` of the sequence that the free list `pending` and a table of

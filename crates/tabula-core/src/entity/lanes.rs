@@ -13,9 +13,15 @@
 //! ```
 //!
 //! No two (lane, number) pairs share a position, so no id is handed out twice, and each
-//! lane's ids are a function of the layout and its own count alone. At each flush the blocks
-//! are resized to what the lanes used (`max(used, block / 2)`), so a steady workload stays
-//! inside its blocks and leaves few holes; with one lane, `position(0, i) = i`.
+//! lane's ids are a function of the layout and its own count alone; with one lane,
+//! `position(0, i) = i`.
+//!
+//! At each flush the blocks of the lanes that were *active* since the last one (they
+//! reserved, or their owner began a run) are resized to what they used (`max(used, block /
+//! 2)`); the others keep theirs. So a steady workload stays inside its blocks, leaves few
+//! holes and never reaches the striped overflow, however many flushes happen between two
+//! runs of a lane's owner (a sync point applying thousands of commands flushes often, and
+//! other lanes' systems run at other sync points). A released lane's block is emptied.
 
 /// The position layout of every lane until the next flush.
 #[derive(Clone, Debug)]
@@ -74,14 +80,31 @@ impl LaneLayout {
         claimed
     }
 
-    /// The next layout, after the lanes reserved `counts`: each block the larger of what its
-    /// lane used and half its old size.
-    pub(crate) fn resize(&mut self, counts: &[u64]) {
-        let mut offset = 0;
+    /// The next layout, after the lanes reserved `counts`: the block of each lane that was
+    /// `active` becomes the larger of what it used and half its old size; the others keep
+    /// theirs.
+    pub(crate) fn resize(&mut self, counts: &[u64], active: impl Fn(usize) -> bool) {
         for (k, &used) in counts.iter().enumerate() {
-            self.blocks[k] = used.max(self.blocks[k] / 2);
-            self.offsets[k] = offset;
-            offset += self.blocks[k];
+            if active(k) {
+                self.blocks[k] = used.max(self.blocks[k] / 2);
+            }
+        }
+        self.place_blocks();
+    }
+
+    /// Empties lane `lane`'s block, for a lane given up by its owner. Only between flushes
+    /// with no reservation outstanding: positions move.
+    pub(crate) fn release(&mut self, lane: u32) {
+        self.blocks[lane as usize] = 0;
+        self.place_blocks();
+    }
+
+    /// Lays the blocks side by side, in lane order.
+    fn place_blocks(&mut self) {
+        let mut offset = 0;
+        for (block, start) in self.blocks.iter().zip(&mut self.offsets) {
+            *start = offset;
+            offset += block;
         }
         self.round = offset;
     }
@@ -120,12 +143,34 @@ mod tests {
             let claimed = layout.claimed(&counts);
             assert_eq!(claimed.iter().filter(|&&c| c).count(), seen.len());
             assert!(seen.iter().all(|&p| claimed[p as usize]));
-            layout.resize(&counts);
+            layout.resize(&counts, |_| true);
         }
         // After [0, 7, 1, 1] the blocks are [0, 7, 1, 1] (halving [1, 5, 1, 1] where larger),
         // so the same counts again fill positions 0..9 with no hole.
-        layout.resize(&[0, 7, 1, 1]);
+        layout.resize(&[0, 7, 1, 1], |_| true);
         let claimed = layout.claimed(&[0, 7, 1, 1]);
         assert_eq!(claimed, vec![true; 9]);
+    }
+
+    #[test]
+    fn idle_lanes_keep_their_blocks_and_released_ones_lose_them() {
+        let mut layout = LaneLayout::new();
+        for _ in 0..2 {
+            layout.add_lane();
+        }
+        layout.resize(&[0, 40, 30], |_| true);
+        // Many flushes in which only the shared lane was active: the others keep their blocks.
+        for _ in 0..100 {
+            layout.resize(&[1, 0, 0], |k| k == 0);
+        }
+        assert_eq!(layout.blocks, [1, 40, 30]);
+        assert_eq!(layout.position(2, 0), 41, "lane 2's block follows lanes 0 and 1");
+        // An active lane that used nothing halves; a released one empties at once.
+        layout.resize(&[0, 0, 0], |k| k == 1);
+        assert_eq!(layout.blocks, [1, 20, 30]);
+        layout.release(2);
+        assert_eq!(layout.blocks, [1, 20, 0]);
+        assert_eq!(layout.round, 21);
+        assert_eq!(layout.position(2, 0), 21 + 2, "past the blocks, striped by lane");
     }
 }

@@ -46,7 +46,7 @@ unsafe impl SystemParam for Commands<'_, '_> {
     ) -> Self::Item<'w, 's> {
         // SAFETY: only the entity allocator's reservation (atomics) is used through this
         // reference, which no concurrently running system mutates.
-        Commands::new_in_lane(queue, unsafe { world.world() }, *lane)
+        Commands::new_in_lane(queue, unsafe { world.world() }, lane)
     }
 }
 
