@@ -36,6 +36,26 @@ pub enum ScheduleBuildError {
         /// The side of the constraint that runs after it.
         after: String,
     },
+    /// A run condition would change the world. Conditions only read: what a condition
+    /// recorded would never be applied, and its writes would race with the systems.
+    ConditionWrites {
+        /// The condition's name.
+        condition: String,
+        /// The system (or sync point) it guards.
+        system: String,
+        /// What it would write.
+        write: ConditionWrite,
+    },
+}
+
+/// What a refused run condition would write (see [`ScheduleBuildError::ConditionWrites`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConditionWrite {
+    /// It takes `Commands` or `ParallelCommands`.
+    Commands,
+    /// It writes components or resources (`&mut T`, `ResMut`, `EventWriter`, `&mut World`).
+    World,
 }
 
 impl fmt::Display for ScheduleBuildError {
@@ -56,6 +76,26 @@ impl fmt::Display for ScheduleBuildError {
                 f,
                 "`{system}` would have to run before itself: `{before}` is ordered before `{after}`, \
                  and `{system}` is in both; remove that constraint or take `{system}` out of one of them"
+            ),
+            Self::ConditionWrites {
+                condition,
+                system,
+                write: ConditionWrite::Commands,
+            } => write!(
+                f,
+                "run condition `{condition}` of `{system}` records commands (it takes `Commands` or \
+                 `ParallelCommands`), which a condition's run never applies; conditions may only read. \
+                 Record the commands in `{system}` itself, or in a system ordered before it"
+            ),
+            Self::ConditionWrites {
+                condition,
+                system,
+                write: ConditionWrite::World,
+            } => write!(
+                f,
+                "run condition `{condition}` of `{system}` writes to the world; conditions may only read \
+                 (take `Res`, not `ResMut`; no `&mut` query terms, `EventWriter` or `&mut World`). Make the \
+                 change in `{system}` itself, or in a system ordered before it"
             ),
         }
     }

@@ -60,7 +60,7 @@ pub use config::{
     BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfig, SetConfigs, SystemConfig, SystemConfigs,
 };
 pub use executor::ExecutorKind;
-pub use graph::ScheduleBuildError;
+pub use graph::{ConditionWrite, ScheduleBuildError};
 pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,

@@ -20,7 +20,7 @@ use crate::executor::{
     ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, is_warm_up_run, parallel,
     single,
 };
-use crate::graph::{self, Built, EdgeKind, ScheduleBuildError};
+use crate::graph::{self, Built, ConditionWrite, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
 use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::trace::Trace;
@@ -444,13 +444,20 @@ impl Schedule {
                         let mut condition = make();
                         condition.set_condition_of(slot.system.name());
                         condition.initialize(world);
-                        if condition.access().writes_anything() {
-                            panic!(
-                                "run condition `{}` of system `{}` writes to the world; conditions may only \
-                                 read (take `Res`, not `ResMut`; no `Commands`, `EventWriter` or `&mut World`)",
-                                condition.name(),
-                                slot.system.name()
-                            );
+                        let refused = if condition.access().is_deferred() {
+                            Some(ConditionWrite::Commands)
+                        } else if condition.access().writes_anything() {
+                            Some(ConditionWrite::World)
+                        } else {
+                            None
+                        };
+                        if let Some(write) = refused {
+                            // `built` stays `None`: the next `initialize` redoes this slot.
+                            return Err(ScheduleBuildError::ConditionWrites {
+                                condition: condition.name().to_string(),
+                                system: slot.system.name().to_string(),
+                                write,
+                            });
                         }
                         condition
                     }
