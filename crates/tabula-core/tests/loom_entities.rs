@@ -11,6 +11,11 @@
 //!   already alive or with a stale (despawned) handle;
 //! * the free list is used up before fresh slots are handed out.
 //!
+//! The lane models go past fresh lanes: a layout after a resize (a lane past its block, into
+//! the striped overflow), holes an earlier flush returned to the free list, a lane released
+//! on one thread while others reserve (and then reused), and a flush whose only
+//! happens-before edge to the reservations is the release of the last `Arc` (no join).
+//!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p tabula-core --release --test loom_entities`.
 //! Under `--cfg loom` the crate's atomics are loom's, which only work inside `loom::model`, so
 //! this is the only kind of test that runs in that configuration.
@@ -201,7 +206,7 @@ fn reserve_in_lanes(world: World, a: usize, b: usize, threaded: bool) -> (World,
     use tabula_core::{CommandQueue, Commands, EntityLane};
     fn lane_ids(world: &World, lane: EntityLane, n: usize) -> Vec<Entity> {
         let mut queue = CommandQueue::new();
-        let mut commands = Commands::new_in_lane(&mut queue, world, lane);
+        let mut commands = Commands::new_in_lane(&mut queue, world, &lane);
         (0..n).map(|_| commands.spawn_empty().id()).collect()
     }
     let mut world = world;
@@ -259,5 +264,143 @@ fn lanes_hand_out_the_same_ids_whatever_the_interleaving() {
             assert!(world.contains(*entity), "{entity:?} is alive after the flush");
         }
         assert_eq!(world.len() as usize, alive.len() + all.len());
+    });
+}
+
+/// Lane ids reserved through `Commands`, as a system's are.
+fn ids_in(world: &World, lane: &tabula_core::EntityLane, n: usize) -> Vec<Entity> {
+    let mut queue = tabula_core::CommandQueue::new();
+    let mut commands = tabula_core::Commands::new_in_lane(&mut queue, world, lane);
+    (0..n).map(|_| commands.spawn_empty().id()).collect()
+}
+
+/// A world with two lanes whose blocks an earlier round sized: lane A reserved 3 and lane B
+/// 1 (a 4-entity table with two freed slots before it), then B's block was re-laid again
+/// after a round where B reserved nothing while its owner ran. Its free list holds the
+/// holes that earlier round's striped overflow left.
+fn resized() -> (World, [tabula_core::EntityLane; 2]) {
+    let (mut world, _, _) = populated(2, 2);
+    let lanes = [world.add_entity_lane(), world.add_entity_lane()];
+    // Round 1: A past its (empty) block, into the overflow striped by lane; B one id.
+    ids_in(&world, &lanes[0], 3);
+    ids_in(&world, &lanes[1], 1);
+    world.flush();
+    // Round 2: B's owner runs and reserves nothing (its block halves), A reserves one.
+    ids_in(&world, &lanes[1], 0);
+    ids_in(&world, &lanes[0], 1);
+    world.flush();
+    (world, lanes)
+}
+
+/// Checks ids reserved on threads against the same reservations made in order, and that the
+/// flush makes each of them, once.
+fn same_as_serial(mut world: World, threaded: [Vec<Entity>; 2], serial: [Vec<Entity>; 2]) {
+    assert_eq!(threaded, serial, "each lane's ids depend on that lane alone");
+    let all: Vec<Entity> = threaded.iter().flatten().copied().collect();
+    let distinct: HashSet<Entity> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "reserved ids are distinct: {all:?}");
+    let before = world.len() as usize;
+    for entity in &all {
+        assert!(!world.contains(*entity), "{entity:?} is not alive before the flush");
+    }
+    world.flush();
+    for entity in &all {
+        assert!(world.contains(*entity), "{entity:?} is alive after the flush");
+    }
+    assert_eq!(world.len() as usize, before + all.len());
+}
+
+#[test]
+fn lanes_after_a_resize_and_over_returned_holes_stay_independent() {
+    loom::model(|| {
+        // A reserves past its block (into the overflow), B inside and past its own.
+        let (reference, ref_lanes) = resized();
+        let serial = [ids_in(&reference, &ref_lanes[0], 2), ids_in(&reference, &ref_lanes[1], 2)];
+        let (world, [a, b]) = resized();
+        let world = Arc::new(world);
+        let other = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || ids_in(&world, &b, 2))
+        };
+        let mine = ids_in(&world, &a, 2);
+        let theirs = other.join().unwrap();
+        same_as_serial(Arc::try_unwrap(world).expect("joined"), [mine, theirs], serial);
+    });
+}
+
+#[test]
+fn a_lane_released_while_others_reserve_is_taken_back_and_reused() {
+    loom::model(|| {
+        let (world, alive, _) = populated(1, 1);
+        let mut world = world;
+        let (a, b) = (world.add_entity_lane(), world.add_entity_lane());
+        let released = b.index();
+        let world = Arc::new(world);
+        // One thread reserves in A while another reserves in B and then drops B.
+        let reserving = {
+            let world = Arc::clone(&world);
+            // The lane comes back with the ids: it stays owned.
+            thread::spawn(move || (ids_in(&world, &a, 2), a))
+        };
+        let releasing = {
+            let world = Arc::clone(&world);
+            thread::spawn(move || {
+                let ids = ids_in(&world, &b, 1);
+                drop(b);
+                ids
+            })
+        };
+        let shared = world.reserve_entity();
+        let (mut all, _kept) = reserving.join().unwrap();
+        all.extend(releasing.join().unwrap());
+        all.push(shared);
+        let mut world = Arc::try_unwrap(world).expect("joined");
+        let distinct: HashSet<Entity> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "{all:?}");
+        world.flush();
+        assert!(all.iter().all(|&e| world.contains(e)), "the released lane's ids were made too");
+        assert_eq!(world.len() as usize, alive.len() + all.len());
+        // The released lane comes back for the next owner; no lane is added.
+        let lanes = world.entity_lane_count();
+        let again = world.add_entity_lane();
+        assert_eq!(again.index(), released);
+        assert_eq!(world.entity_lane_count(), lanes);
+        let next = ids_in(&world, &again, 1);
+        world.flush();
+        assert!(world.contains(next[0]) && !all.contains(&next[0]));
+    });
+}
+
+#[test]
+fn a_flush_after_the_last_arc_is_released_sees_every_reservation() {
+    loom::model(|| {
+        // No join: the reserving thread's relaxed counter update reaches the flush only
+        // through the `Arc`'s release (drop) and acquire (`try_unwrap` succeeding).
+        let (mut world, _, _) = populated(1, 1);
+        let lane = world.add_entity_lane();
+        let world = Arc::new(world);
+        let ids = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        {
+            let (world, ids) = (Arc::clone(&world), Arc::clone(&ids));
+            thread::spawn(move || {
+                let reserved = ids_in(&world, &lane, 2);
+                *ids.lock().unwrap() = reserved;
+                drop(world);
+            });
+        }
+        let mut world = world;
+        let mut world = loop {
+            match Arc::try_unwrap(world) {
+                Ok(world) => break world,
+                Err(shared) => {
+                    world = shared;
+                    thread::yield_now();
+                }
+            }
+        };
+        world.flush();
+        let ids = ids.lock().unwrap().clone();
+        assert_eq!(ids.len(), 2);
+        assert!(ids.iter().all(|&e| world.contains(e)), "{ids:?} made by the flush");
     });
 }
