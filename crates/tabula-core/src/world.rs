@@ -452,6 +452,14 @@ impl World {
         self.entities.slots()
     }
 
+    /// How many reservation positions every flush of this world went through, claimed
+    /// ones and the holes between them: the flushes' cost, for tests and benches that check
+    /// lanes' reservations stay within their blocks.
+    #[doc(hidden)]
+    pub fn entity_flushed_positions(&self) -> u64 {
+        self.entities.flushed_positions()
+    }
+
     /// Caps the number of entity slots at `limit` (at most `u32::MAX`, the default), so a
     /// test can drive a small world to the end of its index space. Spawns past it are
     /// refused as when the real index space runs out. Reservations are flushed first.

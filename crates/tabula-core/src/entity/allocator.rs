@@ -187,6 +187,8 @@ pub struct Entities {
     free_lanes: Vec<u32>,
     /// No slot index reaches this; [`MAX_SLOTS`] but in tests.
     slot_limit: u32,
+    /// Positions every flush so far went through (claimed or holes): what flushing costs.
+    flushed_positions: u64,
 }
 
 impl Default for Entities {
@@ -214,6 +216,7 @@ impl Entities {
             released: Released::default(),
             free_lanes: Vec::new(),
             slot_limit: MAX_SLOTS,
+            flushed_positions: 0,
         }
     }
 
@@ -332,6 +335,13 @@ impl Entities {
         !self.pending.is_empty() || self.meta.len() < self.slot_limit as usize
     }
 
+    /// How many positions every flush so far went through, claimed ones and holes: a
+    /// flush's cost, which stays near the number of ids reserved while each lane's
+    /// reservations fit its block (and grows with the number of lanes when they spill past).
+    pub(crate) fn flushed_positions(&self) -> u64 {
+        self.flushed_positions
+    }
+
     /// The slot limit (see the module docs).
     pub(crate) fn slot_limit(&self) -> u32 {
         self.slot_limit
@@ -377,6 +387,7 @@ impl Entities {
         // Positions whose slot would pass the limit got the placeholder: no entity, no slot.
         let room = (self.slot_limit as usize).saturating_sub(old_slots);
         claimed.truncate(free + room);
+        self.flushed_positions += claimed.len() as u64;
         let fresh = claimed.len().saturating_sub(free);
         self.meta
             .resize(old_slots + fresh, EntityMeta::fresh(self.first_generation));
