@@ -245,15 +245,17 @@ impl Entities {
         }
     }
 
-    /// Takes back the lanes whose tickets were dropped: their blocks are emptied and they
-    /// wait in `free_lanes` to be handed out again. Only with no reservation outstanding.
+    /// Takes back the lanes whose tickets were dropped: they wait in `free_lanes` to be
+    /// handed out again, their blocks halving at every flush meanwhile, so a schedule that
+    /// comes back soon (one schedule alternating between worlds) finds blocks that still fit
+    /// its systems, while an abandoned lane's block soon costs nothing. Only with no
+    /// reservation outstanding.
     fn take_back_lanes(&mut self) {
         let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for lane in released {
             let counter = &self.reserved[lane as usize];
             debug_assert_eq!(counter.load(Ordering::Relaxed) & !RAN, 0, "released lane {lane} was not flushed");
             counter.store(0, Ordering::Relaxed);
-            self.layout.release(lane);
             self.free_lanes.push(lane);
         }
     }
@@ -416,8 +418,10 @@ impl Entities {
             counter.store(0, Ordering::Relaxed);
         }
         // A lane was active if it reserved or its owner began a run; the shared lane has no
-        // owner, and is active when it reserved.
-        self.layout.resize(&counts, |k| words[k] != 0);
+        // owner, and is active when it reserved. A lane with no owner decays at every flush.
+        let free_lanes = &self.free_lanes;
+        self.layout
+            .resize(&counts, |k| words[k] != 0 || free_lanes.contains(&(k as u32)));
         self.dirty.store(false, Ordering::Relaxed);
         self.take_back_lanes();
     }
@@ -727,17 +731,16 @@ mod tests {
     fn lanes_hand_out_the_same_ids_in_any_order() {
         let setup = || {
             let mut entities = Entities::new();
-            for _ in 0..3 {
-                entities.add_lane();
-            }
+            // The tickets are kept: a dropped one releases its lane for the next add.
+            let lanes: Vec<LaneTicket> = (0..3).map(|_| entities.add_lane()).collect();
             let live: Vec<_> = (0..10).map(|_| entities.alloc(placed())).collect();
             for &e in live.iter().step_by(2) {
                 entities.free(e);
             }
-            entities
+            (entities, lanes)
         };
         let frames = [[1, 4, 0, 2], [0, 6, 3, 1], [2, 6, 3, 0], [0, 0, 0, 5]];
-        let (mut forward, mut backward) = (setup(), setup());
+        let ((mut forward, _lanes_f), (mut backward, _lanes_b)) = (setup(), setup());
         for counts in frames {
             let (ids_f, placed_f) = reserve_lanes(&mut forward, &counts, &[0, 1, 2, 3]);
             let (ids_b, placed_b) = reserve_lanes(&mut backward, &counts, &[3, 2, 1, 0]);
@@ -754,6 +757,36 @@ mod tests {
         }
         // Holes went back on the free list: every slot is live or free, none lost.
         assert_eq!(forward.len() as usize + forward.pending.len(), forward.slots());
+    }
+
+    #[test]
+    fn released_lanes_are_reused_lowest_first_and_keep_a_decaying_block() {
+        let mut entities = Entities::new();
+        let lanes: Vec<LaneTicket> = (0..3).map(|_| entities.add_lane()).collect();
+        assert_eq!(lanes.iter().map(LaneTicket::index).collect::<Vec<_>>(), [1, 2, 3]);
+        // Lane 2 reserves 8 and is flushed: its block holds 8.
+        (0..8).for_each(|_| drop(entities.reserve_in_lane(2)));
+        entities.flush(|_| placed());
+        let mut lanes = lanes.into_iter();
+        let (one, two, three) = (lanes.next().unwrap(), lanes.next().unwrap(), lanes.next().unwrap());
+        drop(three);
+        drop(two);
+        // Taken back lowest first, without a new lane; the block decays while unowned.
+        let again = entities.add_lane();
+        assert_eq!(again.index(), 2);
+        assert_eq!(entities.lane_count(), 4);
+        let three_again = entities.add_lane();
+        assert_eq!(three_again.index(), 3);
+        assert_eq!(entities.lane_count(), 4);
+        // No flush came between: lane 2's block still holds 8, ahead of the overflow (where
+        // the shared lane's first id, with no block, lands).
+        assert!(entities.layout.position(2, 7) < entities.layout.position(SHARED_LANE, 0));
+        drop(one);
+        // A flush takes lane 1 back too (no add needed), and its counter starts clean.
+        drop(entities.reserve_in_lane(2));
+        entities.flush(|_| placed());
+        assert_eq!(entities.free_lanes, [1]);
+        assert_eq!(entities.reserved[1].load(Ordering::Relaxed), 0);
     }
 
     #[test]

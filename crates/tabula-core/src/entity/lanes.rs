@@ -21,7 +21,13 @@
 //! 2)`); the others keep theirs. So a steady workload stays inside its blocks, leaves few
 //! holes and never reaches the striped overflow, however many flushes happen between two
 //! runs of a lane's owner (a sync point applying thousands of commands flushes often, and
-//! other lanes' systems run at other sync points). A released lane's block is emptied.
+//! other lanes' systems run at other sync points). A released lane, waiting for its next
+//! owner, counts as active with nothing used, so its block halves at every flush.
+//!
+//! A lane whose block is empty (new, or long idle) spreads its reservations `lanes`
+//! positions apart: one lane's first run of `n` spawns beside `L - 1` quiet lanes claims
+//! positions up to `n * L`, and the flush returns the `n * (L - 1)` holes between them to the
+//! free list, where the next reservations and spawns take them before any fresh slot.
 
 /// The position layout of every lane until the next flush.
 #[derive(Clone, Debug)]
@@ -89,18 +95,7 @@ impl LaneLayout {
                 self.blocks[k] = used.max(self.blocks[k] / 2);
             }
         }
-        self.place_blocks();
-    }
-
-    /// Empties lane `lane`'s block, for a lane given up by its owner. Only between flushes
-    /// with no reservation outstanding: positions move.
-    pub(crate) fn release(&mut self, lane: u32) {
-        self.blocks[lane as usize] = 0;
-        self.place_blocks();
-    }
-
-    /// Lays the blocks side by side, in lane order.
-    fn place_blocks(&mut self) {
+        // The blocks side by side, in lane order.
         let mut offset = 0;
         for (block, start) in self.blocks.iter().zip(&mut self.offsets) {
             *start = offset;
@@ -153,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn idle_lanes_keep_their_blocks_and_released_ones_lose_them() {
+    fn idle_lanes_keep_their_blocks_and_active_ones_follow_use() {
         let mut layout = LaneLayout::new();
         for _ in 0..2 {
             layout.add_lane();
@@ -165,12 +160,10 @@ mod tests {
         }
         assert_eq!(layout.blocks, [1, 40, 30]);
         assert_eq!(layout.position(2, 0), 41, "lane 2's block follows lanes 0 and 1");
-        // An active lane that used nothing halves; a released one empties at once.
-        layout.resize(&[0, 0, 0], |k| k == 1);
-        assert_eq!(layout.blocks, [1, 20, 30]);
-        layout.release(2);
-        assert_eq!(layout.blocks, [1, 20, 0]);
-        assert_eq!(layout.round, 21);
-        assert_eq!(layout.position(2, 0), 21 + 2, "past the blocks, striped by lane");
+        // An active lane that used nothing halves; one that used more grows to it.
+        layout.resize(&[0, 0, 50], |k| k != 0);
+        assert_eq!(layout.blocks, [1, 20, 50]);
+        assert_eq!(layout.round, 71);
+        assert_eq!(layout.position(1, 20), 71 + 1, "past the blocks, striped by lane");
     }
 }
