@@ -72,6 +72,8 @@ mod world;
 pub use archetype::Archetype;
 pub use bundle::Bundle;
 pub use change::{CHECK_TICK_THRESHOLD, LastRun, MAX_CHANGE_AGE, Mut, Ref, Tick};
+#[doc(hidden)]
+pub use command::parallel::with_fresh_command_context;
 pub use command::{
     ChildBuilder, Command, CommandError, CommandQueue, Commands, EntityCommands, ParallelCommandQueue,
     ScopedCommands,

@@ -20,6 +20,12 @@
 //! run writes; in the steady state (every row written) each archetype comes back as one
 //! range and nothing is allocated. A panic out of the closure is caught per run and rethrown
 //! after the marks are made.
+//!
+//! Command scopes (`ParallelCommandQueue`) recorded by the closure apply in serial row
+//! order: a pass takes one event of the calling thread's command context as its base, and
+//! each run records under `base ++ [archetype, start]` on whichever thread runs it; a pass
+//! that runs serially is one run, `base ++ [0, 0]`. A pass nested in the closure takes its
+//! base from the run it is called in. See `command/parallel.rs`.
 
 use std::any::Any;
 use std::num::NonZeroUsize;
@@ -101,17 +107,22 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             BatchSize::Fixed(n) => total <= n.max(1),
             BatchSize::Automatic => total <= SERIAL_THRESHOLD,
         };
+        // The pass takes its place in the calling thread's command context, and command
+        // scopes made in the closure are keyed under it by their run's archetype and start,
+        // so they apply in serial row order (`command/parallel.rs`).
+        let pass = crate::command::parallel::begin_pass();
         if serial || threads <= 1 {
-            // SAFETY: forwarded contract.
-            unsafe { self.for_each_unchecked(world, ticks, f) };
+            // One run, `base ++ [0, 0]`: its scopes follow row order, and sort against
+            // everything outside the pass as the parallel runs' scopes would.
+            crate::command::parallel::in_run(&pass, 0, 0, || {
+                // SAFETY: forwarded contract.
+                unsafe { self.for_each_unchecked(world, ticks, f) }
+            });
             return;
         }
 
         let matched = &self.matched;
         let automatic = self.par_batch_size == BatchSize::Automatic;
-        // Command scopes made in the closure are keyed by this pass and their run's start, so
-        // they apply in row order (`command/parallel.rs`).
-        let pass = crate::command::parallel::next_pass();
         // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows), and
         // reports what is left to mark. A panic is caught here, per run, so that the pending
         // runs of the others still reach `mark_pending` (the unwind guard in `run_rows` has
@@ -125,7 +136,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             // if a later chunk panics, these rows were written and must still be marked.
             let mut pending = Pending::Nothing;
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
-                crate::command::parallel::in_run(pass, index, rows.start, || {
+                crate::command::parallel::in_run(&pass, index, rows.start, || {
                     // SAFETY: the caches came from matching this archetype; the caller holds the
                     // query's access; runs cover disjoint rows, so items on different threads
                     // never alias; components are `Send + Sync`.

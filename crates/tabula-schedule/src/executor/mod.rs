@@ -175,20 +175,25 @@ fn next_estimate(cost: u64, ns: u64, warming: bool, last_was_outlier: bool) -> (
     }
 }
 
-/// The conditions, then the system.
+/// The conditions, then the system, in a fresh root command context: the system's
+/// `ParallelCommands` scopes are keyed from a root of their own, not under whatever parallel
+/// pass's run this thread was inside when it took the system up, and take no events from it
+/// (`tabula-core`'s `command/parallel.rs`).
 ///
 /// # Safety
 /// As [`run_system`].
 #[inline(always)]
 unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
-    // SAFETY: forwarded contract.
-    if unsafe { conditions_allow(slot, world) } {
-        // SAFETY: structure only, to catch up with new archetypes; the caller's access
-        // covers it.
-        slot.system.update_archetypes(unsafe { world.world() });
+    tabula_core::with_fresh_command_context(|| {
         // SAFETY: forwarded contract.
-        unsafe { slot.system.run_unsafe(world) };
-    }
+        if unsafe { conditions_allow(slot, world) } {
+            // SAFETY: structure only, to catch up with new archetypes; the caller's access
+            // covers it.
+            slot.system.update_archetypes(unsafe { world.world() });
+            // SAFETY: forwarded contract.
+            unsafe { slot.system.run_unsafe(world) };
+        }
+    });
 }
 
 /// Runs every run condition of `slot` (each one, every time) and tells whether all allow
