@@ -22,15 +22,15 @@ pub(crate) use allocator::{LaneTicket, Locations, SHARED_LANE};
 /// A handle to an entity in a [`World`](crate::World).
 ///
 /// Cheap to copy, compare and hash; 8 bytes, and `Option<Entity>` is 8 bytes too because the
-/// generation is never zero. Its `Debug` form is `index v generation`, e.g. `7v2` (the world
-/// tag is left out; [`world_tag`](Self::world_tag) reads it).
+/// generation is never zero. Its `Debug` (and `Display`) form is `index v generation @ world
+/// tag`, e.g. `7v2@0`, so handles of two worlds never print alike.
 ///
 /// ```
 /// use tabula::World;
 ///
 /// let mut world = World::new();
 /// let e = world.spawn((1u32,));
-/// assert_eq!(format!("{e:?}"), "0v1");
+/// assert_eq!(format!("{e:?}"), format!("0v1@{}", world.tag()));
 /// assert_eq!(tabula::Entity::from_bits(e.to_bits()), Some(e));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -103,7 +103,7 @@ pub(crate) const fn first_generation(tag: u8) -> NonZeroU32 {
 
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}v{}", self.index, self.generation())
+        write!(f, "{}v{}@{}", self.index, self.generation(), self.world_tag())
     }
 }
 
@@ -126,7 +126,9 @@ mod tests {
     #[test]
     fn bits_round_trip_and_debug_form() {
         let e = Entity::new(7, NonZeroU32::new(2).unwrap());
-        assert_eq!(format!("{e:?}"), "7v2");
+        assert_eq!(format!("{e:?}"), "7v2@0");
+        let tagged = Entity::new(7, NonZeroU32::new((9 << GENERATION_BITS) | 2).unwrap());
+        assert_eq!(format!("{tagged:?}"), "7v2@9", "the same slot of another world");
         assert_eq!(e.to_bits(), (2u64 << 32) | 7);
         assert_eq!(Entity::from_bits(e.to_bits()), Some(e));
         assert_eq!(Entity::from_bits(7), None);

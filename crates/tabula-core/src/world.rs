@@ -16,6 +16,7 @@ mod entity_ref;
 pub(crate) mod hooks;
 mod spawn_batch;
 mod structural;
+mod tags;
 mod unsafe_cell;
 mod view;
 
@@ -72,6 +73,8 @@ pub struct World {
     /// Which entities lost a tracked component ([`crate::removal`]).
     removals: RemovalLogs,
     id: WorldId,
+    /// The world's hold on its tag (`entities` carries the tag itself), given back on drop.
+    tag: tags::TagLease,
     /// The change clock: its low half is the tick writes are stamped with now. 64 bits, so it
     /// never wraps (see [`LastRun`]); atomic so that a read-only query can start a run
     /// (advance the clock) through `&World`.
@@ -171,12 +174,10 @@ pub(crate) fn missing<T>(entity: Entity) -> EntityError {
 }
 
 impl World {
-    /// An empty world.
+    /// An empty world, with a tag no other live world has while 256 or fewer are alive
+    /// (see [`tag`](Self::tag)).
     pub fn new() -> Self {
-        let id = WorldId::next();
-        // The low 8 bits of the world's number: worlds made one after another get distinct
-        // tags, 256 of them before a tag repeats.
-        Self::with_id_and_tag(id, id.0 as u8)
+        Self::with_lease(tags::TagLease::any())
     }
 
     /// A world whose entity handles carry `tag` (see [`tag`](Self::tag)): to load saved
@@ -194,13 +195,15 @@ impl World {
     /// assert_eq!(World::with_tag(1).spawn(()), e, "the same tag makes the same ids");
     /// ```
     pub fn with_tag(tag: u8) -> Self {
-        Self::with_id_and_tag(WorldId::next(), tag)
+        Self::with_lease(tags::TagLease::pinned(tag))
     }
 
-    fn with_id_and_tag(id: WorldId, tag: u8) -> Self {
+    fn with_lease(tag: tags::TagLease) -> Self {
         let components = Components::default();
+        let id = WorldId::next();
         let mut world = Self {
-            entities: Entities::with_tag(tag),
+            entities: Entities::with_tag(tag.tag()),
+            tag,
             archetypes: Archetypes::new(&components),
             components,
             bundles: Bundles::default(),
@@ -503,12 +506,25 @@ impl World {
     /// [`EntityError::WrongWorld`] by every method that takes an entity, instead of reaching
     /// whatever lives at its index here.
     ///
-    /// A new world takes the low 8 bits of a process-wide count of worlds made, so the
-    /// first 256 worlds of a process have distinct tags, and a program that makes its worlds
-    /// in the same order gets the same tags (and ids) on every run. Two worlds with the same
-    /// tag (the 257th world and the first, or two made with [`with_tag`](Self::with_tag))
-    /// cannot tell each other's handles apart: those are then caught only when the slot is
-    /// dead or its generation differs, as without tags.
+    /// While 256 or fewer worlds are alive, no two of them share a tag: a new world takes
+    /// one that no live world holds (a dropped world's tag is taken again, the one dropped
+    /// longest ago first), so a handle from any live world is refused by every other. The
+    /// same sequence of world creations and drops gives the same tags (and ids) on every
+    /// run, so replays reproduce. Past 256 live worlds, a new world shares the tag held by
+    /// the fewest, and `tracing` warns; handles of two worlds with one tag (those, or two
+    /// made with [`with_tag`](Self::with_tag)) are then caught only when the slot is dead or
+    /// its generation differs, as without tags.
+    ///
+    /// ```
+    /// let first = tabula::World::new();
+    /// let second = tabula::World::new();
+    /// assert_ne!(first.tag(), second.tag());
+    /// let tag = second.tag();
+    /// drop(second);
+    /// let third = tabula::World::new();
+    /// assert_ne!(third.tag(), first.tag(), "never a live world's tag");
+    /// # let _ = tag;
+    /// ```
     pub fn tag(&self) -> u8 {
         self.entities.tag()
     }

@@ -97,15 +97,22 @@ fn entity_bits_round_trip() {
 }
 
 #[test]
-fn entity_debug_form_is_index_v_generation() {
+fn entity_debug_form_is_index_v_generation_at_tag() {
     let mut world = World::new();
     let ids: Vec<Entity> = (0..8).map(|_| world.spawn((Player,))).collect();
-    assert_eq!(format!("{:?}", ids[7]), "7v1");
+    let tag = world.tag();
+    assert_eq!(format!("{:?}", ids[7]), format!("7v1@{tag}"));
     world.despawn(ids[7]).unwrap();
     let again = world.spawn((Player,));
-    assert_eq!(format!("{again:?}"), "7v2");
-    assert_eq!(format!("{again}"), "7v2", "Display matches Debug");
-    assert_eq!(format!("{:?}", Entity::from_bits((2 << 32) | 7).unwrap()), "7v2");
+    assert_eq!(format!("{again:?}"), format!("7v2@{tag}"));
+    assert_eq!(format!("{again}"), format!("7v2@{tag}"), "Display matches Debug");
+    assert_eq!(format!("{:?}", Entity::from_bits((2 << 32) | 7).unwrap()), "7v2@0");
+    // The same slot and generation in another live world prints otherwise.
+    let mut other = World::new();
+    let twin: Vec<Entity> = (0..8).map(|_| other.spawn((Player,))).collect();
+    assert_ne!(twin[7], ids[7]);
+    assert_ne!(format!("{:?}", twin[7]), format!("{:?}", ids[7]));
+    assert_eq!(format!("{:?}", twin[7]), format!("7v1@{}", other.tag()));
 }
 
 #[test]

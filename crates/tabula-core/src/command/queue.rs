@@ -208,7 +208,7 @@ impl CommandQueue {
     /// Commands::new(&mut queue, &world).despawn(gone);
     /// let errors = queue.apply(&mut world);
     /// assert_eq!(errors.len(), 1);
-    /// assert!(errors[0].to_string().starts_with("despawn 0v1 skipped"));
+    /// assert!(errors[0].to_string().starts_with(&format!("despawn 0v1@{} skipped", world.tag())));
     /// # Ok::<(), tabula::EntityError>(())
     /// ```
     ///
