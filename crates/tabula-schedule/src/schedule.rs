@@ -721,7 +721,8 @@ impl Schedule {
     /// panics — in which case no further system is started, the running ones finish, and the panic is
     /// resumed here; the world stays usable. A command that panics while it is applied aborts
     /// the run the same way. An aborted run's command buffers that were not applied yet are
-    /// dropped, never applied by a later run.
+    /// discarded, never applied by a later run, and the ids their spawns reserved are freed
+    /// (their generations bumped), so no empty entity is left behind.
     pub fn run(&mut self, world: &mut World) {
         // First: a run that panics while building reports no stale errors afterwards.
         self.command_errors.clear();
@@ -783,7 +784,7 @@ impl Schedule {
             });
         }
         if let Err(payload) = result {
-            abort_run(&mut self.slots, payload);
+            abort_run(&mut self.slots, world, payload);
         }
         if built.graph.apply_order.is_empty() {
             // No system records commands; ids reserved through `&World` still become real.
@@ -801,7 +802,7 @@ impl Schedule {
                 );
             }));
             if let Err(payload) = applied {
-                abort_run(&mut self.slots, payload);
+                abort_run(&mut self.slots, world, payload);
             }
         }
         if self.update_events {
@@ -950,9 +951,9 @@ impl Schedule {
 
 /// Ends a run that a system or command aborted with `payload`: every command buffer not yet
 /// applied is dropped (a later run must not apply them out of order), then the panic goes on.
-fn abort_run(slots: &mut [SystemSlot], payload: Box<dyn std::any::Any + Send>) -> ! {
+fn abort_run(slots: &mut [SystemSlot], world: &mut World, payload: Box<dyn std::any::Any + Send>) -> ! {
     for slot in slots {
-        slot.system.discard_deferred();
+        slot.system.discard_deferred(world);
     }
     std::panic::resume_unwind(payload)
 }

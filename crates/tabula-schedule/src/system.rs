@@ -53,8 +53,9 @@ pub trait System: Send + Sync + 'static {
     /// Applies deferred work; error descriptions of skipped commands go to `errors`.
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>);
 
-    /// Drops deferred work without applying it (after a run was aborted by a panic).
-    fn discard_deferred(&mut self) {}
+    /// Drops deferred work without applying it (after a run was aborted by a panic); ids its
+    /// commands reserved for spawns are freed in `world`.
+    fn discard_deferred(&mut self, _world: &mut World) {}
 
     /// Tells a run condition which system it guards, before `initialize`, so its messages
     /// (a missing resource, say) name that system too. Systems that are never conditions
@@ -176,9 +177,9 @@ where
         }
     }
 
-    fn discard_deferred(&mut self) {
+    fn discard_deferred(&mut self, world: &mut World) {
         if let Some(state) = &mut self.state {
-            F::Param::discard_deferred(state);
+            F::Param::discard_deferred(state, world);
         }
     }
 }

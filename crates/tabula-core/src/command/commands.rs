@@ -126,14 +126,17 @@ impl<'w, 's> Commands<'w, 's> {
     }
 
     /// Spawns an entity with `bundle`. The id is reserved now and returned at once; the
-    /// entity exists once the queue is applied. (If the queue is dropped instead, the
-    /// reservation still becomes an entity, with no components, at the world's next flush.)
+    /// entity exists once the queue is applied. If the queue is
+    /// [discarded](CommandQueue::discard) instead — a schedule discards the queues of a run
+    /// a panic aborted — the id is freed; if it is just dropped, the reservation becomes an
+    /// entity with no components at the world's next flush.
     ///
     /// If the spawn is refused when applied (a bundle holding [`Parent`](crate::Parent),
     /// say), the error is reported and the reserved id is despawned rather than left behind
     /// as an entity with no components; later commands for it then report it missing.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
         let entity = self.ids.reserve();
+        self.queue.note_reserved(entity);
         self.queue.push(Fallible(move |world: &mut World| {
             spawn_reserved(world, entity, bundle)
         }));
@@ -145,6 +148,7 @@ impl<'w, 's> Commands<'w, 's> {
     /// no command needs to be recorded for it.
     pub fn spawn_empty(&mut self) -> EntityCommands<'_> {
         let entity = self.ids.reserve();
+        self.queue.note_reserved(entity);
         EntityCommands::new(entity, self.queue, self.ids)
     }
 
@@ -415,7 +419,10 @@ pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
         world
             .try_spawn(bundle)
             .map(drop)
-            .map_err(|error| CommandError::Spawn { command: "spawn", error })
+            .map_err(|error| CommandError::Spawn {
+                command: "spawn",
+                error,
+            })
     })
 }
 

@@ -16,6 +16,8 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
 use super::{Command, CommandError};
+use crate::entity::Entity;
+use crate::location::ArchetypeId;
 use crate::world::{World, WorldId};
 
 /// Applies (given a world) or drops (given `None`) the command at the pointer; returns the
@@ -92,6 +94,9 @@ pub struct CommandQueue {
     /// last applied, if any. Meaningful only while the queue holds commands: an empty queue
     /// can be tied to any world.
     world: Option<WorldId>,
+    /// The ids `Commands::spawn` / `spawn_empty` reserved into this queue since it was last
+    /// applied: what [`discard`](Self::discard) frees.
+    reserved: Vec<Entity>,
 }
 
 impl CommandQueue {
@@ -101,6 +106,48 @@ impl CommandQueue {
             bytes: Vec::new(),
             count: 0,
             world: None,
+            reserved: Vec::new(),
+        }
+    }
+
+    /// Notes an id a spawn recorded into this queue reserved (see [`discard`](Self::discard)).
+    #[inline]
+    pub(crate) fn note_reserved(&mut self, entity: Entity) {
+        self.reserved.push(entity);
+    }
+
+    /// Drops every command unapplied and frees the ids its spawns reserved: after the
+    /// world's reservations are flushed, each of those entities that is still empty (no
+    /// command gave it components) is despawned, its generation bumped, instead of staying
+    /// behind as an entity with nothing in it. A schedule discards the queues of a run a panic
+    /// aborted this way. (Dropping a queue instead leaves its reservations to become empty
+    /// entities at the next flush.)
+    ///
+    /// ```
+    /// use tabula::{Commands, CommandQueue, World};
+    ///
+    /// let mut world = World::new();
+    /// let mut queue = CommandQueue::new();
+    /// let ship = Commands::new(&mut queue, &world).spawn(("ship",)).id();
+    /// queue.discard(&mut world);
+    /// assert!(queue.is_empty() && !world.contains(ship));
+    /// assert_eq!(world.len(), 0);
+    /// ```
+    pub fn discard(&mut self, world: &mut World) {
+        let reserved = std::mem::take(&mut self.reserved);
+        // Dropping the commands cannot touch the world; a panicking `Drop` of a recorded
+        // value leaves the reservations to become empty entities, as a dropped queue does.
+        *self = Self::new();
+        world.flush();
+        for entity in reserved {
+            if world
+                .location(entity)
+                .is_ok_and(|location| location.archetype == ArchetypeId::EMPTY)
+            {
+                world
+                    .despawn(entity)
+                    .expect("an empty entity just found alive despawns");
+            }
         }
     }
 
@@ -189,6 +236,7 @@ impl CommandQueue {
         self.bytes.append(&mut other.bytes);
         self.count += other.count;
         other.count = 0;
+        self.reserved.append(&mut other.reserved);
     }
 
     /// Applies every command to `world`, in the order they were recorded, and empties the
@@ -222,6 +270,7 @@ impl CommandQueue {
             applied_elsewhere(bound, world.id());
         }
         self.world = None;
+        self.reserved.clear();
         world.flush();
         let mut errors = Vec::new();
         let mut consume = Consume::new(self);

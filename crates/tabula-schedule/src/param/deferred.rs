@@ -34,8 +34,8 @@ unsafe impl SystemParam for Commands<'_, '_> {
         errors.extend(queue.apply(world));
     }
 
-    fn discard_deferred((queue, _): &mut Self::State) {
-        *queue = CommandQueue::new();
+    fn discard_deferred((queue, _): &mut Self::State, world: &mut World) {
+        queue.discard(world);
     }
 
     unsafe fn get_param<'w, 's>(
@@ -111,7 +111,8 @@ unsafe impl SystemParam for ParallelCommands<'_> {
         errors.extend(queue.apply(world));
     }
 
-    fn discard_deferred(queue: &mut ParallelCommandQueue) {
+    fn discard_deferred(queue: &mut ParallelCommandQueue, _: &mut World) {
+        // Its spawns take their ids when applied: nothing was reserved.
         *queue = ParallelCommandQueue::new();
     }
 

@@ -255,8 +255,9 @@ pub unsafe trait SystemParam: Sized {
     /// Applies recorded work (commands) to the world.
     fn apply_deferred(_state: &mut Self::State, _world: &mut World, _errors: &mut Vec<CommandError>) {}
 
-    /// Drops recorded work without applying it.
-    fn discard_deferred(_state: &mut Self::State) {}
+    /// Drops recorded work without applying it (after a run was aborted by a panic),
+    /// undoing what recording it did to `world` (the ids its spawns reserved are freed).
+    fn discard_deferred(_state: &mut Self::State, _world: &mut World) {}
 
     /// Fetches the parameter for one run.
     ///
@@ -776,8 +777,8 @@ macro_rules! tuple_param {
                 $($name::apply_deferred(&mut state.$index, world, errors);)*
             }
 
-            fn discard_deferred(state: &mut Self::State) {
-                $($name::discard_deferred(&mut state.$index);)*
+            fn discard_deferred(state: &mut Self::State, world: &mut World) {
+                $($name::discard_deferred(&mut state.$index, world);)*
             }
 
             unsafe fn get_param<'w, 's>(
