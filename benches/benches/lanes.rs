@@ -43,7 +43,9 @@ impl Frame {
     fn new(k: usize) -> Self {
         let mut world = World::new();
         world.spawn_batch((0..PARALLEL).map(|_| (Seed,))).for_each(drop);
-        let lanes = (0..k).map(|_| (world.add_entity_lane(), CommandQueue::new())).collect();
+        let lanes = (0..k)
+            .map(|_| (world.add_entity_lane(), CommandQueue::new()))
+            .collect();
         let seeds = world.query_filtered::<Entity, With<Seed>>();
         let sparks = world.query_filtered::<Entity, With<Spark>>();
         let mut frame = Self {

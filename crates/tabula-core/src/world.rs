@@ -526,7 +526,7 @@ impl World {
     /// # let _ = tag;
     /// ```
     pub fn tag(&self) -> u8 {
-        self.entities.tag()
+        self.tag.tag()
     }
 
     /// The error for `entity` not being alive here: [`EntityError::WrongWorld`] when another

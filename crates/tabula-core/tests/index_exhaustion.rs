@@ -30,7 +30,10 @@ fn try_spawn_returns_the_error_and_spawn_panics_leaving_the_world_whole() {
         Err(EntityError::IndexSpaceExhausted { slots: LIMIT })
     );
     let message = EntityError::IndexSpaceExhausted { slots: LIMIT }.to_string();
-    assert!(message.contains("8 entity slots") && message.contains("despawn"), "{message}");
+    assert!(
+        message.contains("8 entity slots") && message.contains("despawn"),
+        "{message}"
+    );
     let panic = catch_unwind(AssertUnwindSafe(|| world.spawn((102u32,)))).expect_err("spawn panics");
     let text = panic.downcast_ref::<String>().expect("a formatted message");
     assert!(text.contains("try_spawn") && text.contains("unchanged"), "{text}");
@@ -49,7 +52,9 @@ fn spawn_batch_stops_at_the_limit_with_every_spawned_row_whole() {
     let mut world = World::new();
     world.set_entity_slot_limit(LIMIT);
     let spawned = catch_unwind(AssertUnwindSafe(|| {
-        world.spawn_batch((0..20u32).map(|i| (i, format!("#{i}")))).count()
+        world
+            .spawn_batch((0..20u32).map(|i| (i, format!("#{i}"))))
+            .count()
     }));
     assert!(spawned.is_err(), "the ninth spawn is refused");
     assert_eq!(world.len(), LIMIT);

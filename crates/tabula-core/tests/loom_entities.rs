@@ -301,7 +301,10 @@ fn same_as_serial(mut world: World, threaded: [Vec<Entity>; 2], serial: [Vec<Ent
     assert_eq!(distinct.len(), all.len(), "reserved ids are distinct: {all:?}");
     let before = world.len() as usize;
     for entity in &all {
-        assert!(!world.contains(*entity), "{entity:?} is not alive before the flush");
+        assert!(
+            !world.contains(*entity),
+            "{entity:?} is not alive before the flush"
+        );
     }
     world.flush();
     for entity in &all {
@@ -315,7 +318,10 @@ fn lanes_after_a_resize_and_over_returned_holes_stay_independent() {
     loom::model(|| {
         // A reserves past its block (into the overflow), B inside and past its own.
         let (reference, ref_lanes) = resized();
-        let serial = [ids_in(&reference, &ref_lanes[0], 2), ids_in(&reference, &ref_lanes[1], 2)];
+        let serial = [
+            ids_in(&reference, &ref_lanes[0], 2),
+            ids_in(&reference, &ref_lanes[1], 2),
+        ];
         let (world, [a, b]) = resized();
         let world = Arc::new(world);
         let other = {
@@ -358,7 +364,10 @@ fn a_lane_released_while_others_reserve_is_taken_back_and_reused() {
         let distinct: HashSet<Entity> = all.iter().copied().collect();
         assert_eq!(distinct.len(), all.len(), "{all:?}");
         world.flush();
-        assert!(all.iter().all(|&e| world.contains(e)), "the released lane's ids were made too");
+        assert!(
+            all.iter().all(|&e| world.contains(e)),
+            "the released lane's ids were made too"
+        );
         assert_eq!(world.len() as usize, alive.len() + all.len());
         // The released lane comes back for the next owner; no lane is added.
         let lanes = world.entity_lane_count();
@@ -401,6 +410,9 @@ fn a_flush_after_the_last_arc_is_released_sees_every_reservation() {
         world.flush();
         let ids = ids.lock().unwrap().clone();
         assert_eq!(ids.len(), 2);
-        assert!(ids.iter().all(|&e| world.contains(e)), "{ids:?} made by the flush");
+        assert!(
+            ids.iter().all(|&e| world.contains(e)),
+            "{ids:?} made by the flush"
+        );
     });
 }

@@ -106,7 +106,10 @@ fn entity_debug_form_is_index_v_generation_at_tag() {
     let again = world.spawn((Player,));
     assert_eq!(format!("{again:?}"), format!("7v2@{tag}"));
     assert_eq!(format!("{again}"), format!("7v2@{tag}"), "Display matches Debug");
-    assert_eq!(format!("{:?}", Entity::from_bits((2 << 32) | 7).unwrap()), "7v2@0");
+    assert_eq!(
+        format!("{:?}", Entity::from_bits((2 << 32) | 7).unwrap()),
+        "7v2@0"
+    );
     // The same slot and generation in another live world prints otherwise.
     let mut other = World::new();
     let twin: Vec<Entity> = (0..8).map(|_| other.spawn((Player,))).collect();

@@ -44,7 +44,11 @@ fn live_worlds_never_share_a_tag_and_dropped_tags_come_back_in_order() {
     // Dropped tags come back least recently released first.
     let a = live.remove(10).tag();
     let b = live.remove(20).tag();
-    assert_eq!(World::new().tag(), a, "released first, taken first (and dropped again)");
+    assert_eq!(
+        World::new().tag(),
+        a,
+        "released first, taken first (and dropped again)"
+    );
     let again = World::new();
     assert_eq!(again.tag(), b, "a was released again after b, so b is older");
     // `with_tag` pins its tag; `new` avoids it while it lives.

@@ -109,7 +109,11 @@ fn dropping_a_schedule_releases_its_lanes() {
         let mut schedule = three_systems();
         schedule.run(&mut world);
     }
-    assert_eq!(world.entity_lane_count(), 4, "each new schedule reused the lanes of the last");
+    assert_eq!(
+        world.entity_lane_count(),
+        4,
+        "each new schedule reused the lanes of the last"
+    );
     // Two schedules alive at once own lanes of their own.
     let (mut a, mut b) = (three_systems(), three_systems());
     a.run(&mut world);
@@ -117,7 +121,11 @@ fn dropping_a_schedule_releases_its_lanes() {
     assert_eq!(world.entity_lane_count(), 7);
     drop((a, b));
     three_systems().run(&mut world);
-    assert_eq!(world.entity_lane_count(), 7, "released lanes are reused, none added");
+    assert_eq!(
+        world.entity_lane_count(),
+        7,
+        "released lanes are reused, none added"
+    );
     assert!(world.entity_slots() <= 2 * world.len() as usize + 200);
 }
 
@@ -142,7 +150,9 @@ fn steady_state_reservations_stay_within_their_blocks() {
         }
     }
     let mut world = World::new();
-    world.spawn_batch((0..1000).map(|i| (Born(99, i),))).for_each(drop);
+    world
+        .spawn_batch((0..1000).map(|i| (Born(99, i),)))
+        .for_each(drop);
     let mut schedule = Schedule::new();
     schedule.add_systems((clear_sparks, sparks, reaper, spawner::<0, 100>).chain());
     macro_rules! add_spawners {
@@ -160,9 +170,16 @@ fn steady_state_reservations_stay_within_their_blocks() {
     for _ in 0..100 {
         schedule.run(&mut world);
     }
-    assert!(schedule.command_errors().is_empty(), "{:?}", schedule.command_errors());
+    assert!(
+        schedule.command_errors().is_empty(),
+        "{:?}",
+        schedule.command_errors()
+    );
     let per_frame = (world.entity_flushed_positions() - positions) / 100;
-    assert!(per_frame <= 2 * 131, "{per_frame} positions a frame for 131 reservations");
+    assert!(
+        per_frame <= 2 * 131,
+        "{per_frame} positions a frame for 131 reservations"
+    );
     assert_eq!(world.entity_slots(), slots, "no slot is made once settled");
 }
 
@@ -206,7 +223,9 @@ fn run_conditions_that_record_commands_are_refused_at_build() {
     ] {
         let mut schedule = Schedule::new();
         condition(&mut schedule);
-        let error = schedule.initialize(&mut world).expect_err("the condition is refused");
+        let error = schedule
+            .initialize(&mut world)
+            .expect_err("the condition is refused");
         assert!(
             matches!(&error, ScheduleBuildError::ConditionWrites { write: w, system, .. }
                 if *w == write && system.ends_with("guarded")),
@@ -259,13 +278,33 @@ fn spawns_past_the_index_space_are_refused_and_the_world_goes_on() {
             }
         )
     };
-    assert_eq!(schedule.command_errors().len(), 5, "{:?}", schedule.command_errors());
-    assert!(schedule.command_errors().iter().all(|skipped| exhausted(skipped.error())));
+    assert_eq!(
+        schedule.command_errors().len(),
+        5,
+        "{:?}",
+        schedule.command_errors()
+    );
+    assert!(
+        schedule
+            .command_errors()
+            .iter()
+            .all(|skipped| exhausted(skipped.error()))
+    );
     // The next run's `Commands` spawns are all refused, with the placeholder ids.
     schedule.run(&mut world);
     assert_eq!(world.len(), 25);
-    assert_eq!(schedule.command_errors().len(), 20, "{:?}", schedule.command_errors());
-    assert!(schedule.command_errors().iter().all(|skipped| exhausted(skipped.error())));
+    assert_eq!(
+        schedule.command_errors().len(),
+        20,
+        "{:?}",
+        schedule.command_errors()
+    );
+    assert!(
+        schedule
+            .command_errors()
+            .iter()
+            .all(|skipped| exhausted(skipped.error()))
+    );
     assert!(
         schedule.command_errors()[0]
             .to_string()
@@ -274,7 +313,11 @@ fn spawns_past_the_index_space_are_refused_and_the_world_goes_on() {
         schedule.command_errors()[0]
     );
     // Freed slots make room again: the world was never bricked.
-    let born: Vec<Entity> = world.query::<(Entity, &Born)>().iter(&world).map(|(e, _)| e).collect();
+    let born: Vec<Entity> = world
+        .query::<(Entity, &Born)>()
+        .iter(&world)
+        .map(|(e, _)| e)
+        .collect();
     for &e in &born[..15] {
         world.despawn(e).unwrap();
     }

@@ -259,5 +259,8 @@ fn nested_parallel_passes_apply_scopes_in_serial_order_with_any_thread_count() {
         );
         recorded += usize::from(one.iter().any(|row| row.3.is_some()));
     }
-    assert!(recorded > 6, "most schedules recorded from their passes: {recorded} of 12");
+    assert!(
+        recorded > 6,
+        "most schedules recorded from their passes: {recorded} of 12"
+    );
 }

@@ -101,7 +101,10 @@ impl Drop for LaneTicket {
     fn drop(&mut self) {
         // A poisoned lock only means another release panicked mid-push; the list is a plain
         // `Vec` of indices and stays valid.
-        let mut released = self.released.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut released = self
+            .released
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         released.push(self.index);
     }
 }
@@ -251,10 +254,19 @@ impl Entities {
     /// its systems, while an abandoned lane's block soon costs nothing. Only with no
     /// reservation outstanding.
     fn take_back_lanes(&mut self) {
-        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let released = std::mem::take(
+            &mut *self
+                .released
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         for lane in released {
             let counter = &self.reserved[lane as usize];
-            debug_assert_eq!(counter.load(Ordering::Relaxed) & !RAN, 0, "released lane {lane} was not flushed");
+            debug_assert_eq!(
+                counter.load(Ordering::Relaxed) & !RAN,
+                0,
+                "released lane {lane} was not flushed"
+            );
             counter.store(0, Ordering::Relaxed);
             self.free_lanes.push(lane);
         }
@@ -349,11 +361,11 @@ impl Entities {
         self.slot_limit
     }
 
-    /// Lowers (or restores) the slot limit, for tests that drive a world to it: at most
-    /// [`MAX_SLOTS`]. Slots past a lowered limit that already exist stay usable.
+    /// Lowers (or restores) the slot limit, for tests that drive a world to it ([`MAX_SLOTS`]
+    /// is the most a `u32` holds). Slots past a lowered limit that already exist stay usable.
     pub(crate) fn set_slot_limit(&mut self, limit: u32) {
         assert!(!self.needs_flush(), "set_slot_limit with unflushed reservations");
-        self.slot_limit = limit.min(MAX_SLOTS);
+        self.slot_limit = limit;
     }
 
     /// True when reservations were made since the last flush.
@@ -765,10 +777,16 @@ mod tests {
         let lanes: Vec<LaneTicket> = (0..3).map(|_| entities.add_lane()).collect();
         assert_eq!(lanes.iter().map(LaneTicket::index).collect::<Vec<_>>(), [1, 2, 3]);
         // Lane 2 reserves 8 and is flushed: its block holds 8.
-        (0..8).for_each(|_| drop(entities.reserve_in_lane(2)));
+        for _ in 0..8 {
+            entities.reserve_in_lane(2);
+        }
         entities.flush(|_| placed());
         let mut lanes = lanes.into_iter();
-        let (one, two, three) = (lanes.next().unwrap(), lanes.next().unwrap(), lanes.next().unwrap());
+        let (one, two, three) = (
+            lanes.next().unwrap(),
+            lanes.next().unwrap(),
+            lanes.next().unwrap(),
+        );
         drop(three);
         drop(two);
         // Taken back lowest first, without a new lane; the block decays while unowned.
@@ -783,7 +801,7 @@ mod tests {
         assert!(entities.layout.position(2, 7) < entities.layout.position(SHARED_LANE, 0));
         drop(one);
         // A flush takes lane 1 back too (no add needed), and its counter starts clean.
-        drop(entities.reserve_in_lane(2));
+        entities.reserve_in_lane(2);
         entities.flush(|_| placed());
         assert_eq!(entities.free_lanes, [1]);
         assert_eq!(entities.reserved[1].load(Ordering::Relaxed), 0);
