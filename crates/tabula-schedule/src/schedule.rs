@@ -630,6 +630,7 @@ impl Schedule {
                 None => syncs.push((after.clone(), vec![index])),
             }
         }
+        self.merge_syncs(&mut syncs, &mut successors);
         let mut nodes = Vec::new();
         let mut names = Vec::new();
         let mut node_of = Vec::with_capacity(n);
@@ -711,6 +712,48 @@ impl Schedule {
             plan: Plan::new(),
             runs: 0,
         })
+    }
+
+    /// Removes the barriers that would stand back to back (each sync point is exclusive, so
+    /// two in a row cost a second barrier for nothing):
+    ///
+    /// * a sync point whose earliest successor is an `apply_deferred` system with no run
+    ///   condition: that system applies the same commands at the same place, and every other
+    ///   successor, added after it, runs after it (it is exclusive). Its members' commands
+    ///   are then applied by it, so they keep no sync point (`successors` is emptied);
+    /// * sync points placed before the same system are merged into one, unless a member of
+    ///   one is a successor of the other (merged, that member would wait for itself).
+    fn merge_syncs(&self, syncs: &mut Vec<(Vec<usize>, Vec<usize>)>, successors: &mut [Vec<usize>]) {
+        syncs.retain(|(after, members)| {
+            let first = &self.slots[after[0]];
+            let explicit = first.is_apply_deferred && first.conditions.is_empty();
+            if explicit {
+                for &member in members {
+                    successors[member].clear();
+                }
+            }
+            !explicit
+        });
+        let mut merged: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+        'next: for (after, members) in syncs.drain(..) {
+            for (kept_after, kept_members) in &mut merged {
+                let joinable = kept_after[0] == after[0]
+                    && !members.iter().any(|m| kept_after.contains(m))
+                    && !kept_members.iter().any(|m| after.contains(m));
+                if joinable {
+                    kept_members.extend(&members);
+                    for t in after {
+                        if !kept_after.contains(&t) {
+                            kept_after.push(t);
+                        }
+                    }
+                    kept_after.sort_unstable();
+                    continue 'next;
+                }
+            }
+            merged.push((after, members));
+        }
+        *syncs = merged;
     }
 
     /// Runs every system once, in parallel where their accesses allow.
