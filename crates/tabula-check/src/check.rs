@@ -181,6 +181,10 @@ pub struct Shape {
     pub archetypes: usize,
     /// Registered component and resource types.
     pub components: usize,
+    /// Entity slots made (`World::entity_slots`).
+    pub slots: usize,
+    /// Entity reservation lanes, the shared one included (`World::entity_lane_count`).
+    pub lanes: usize,
 }
 
 /// The structural figures of `world`.
@@ -189,6 +193,8 @@ pub fn shape(world: &World) -> Shape {
         entities: world.len() as usize,
         archetypes: world.archetypes().len(),
         components: world.components().len(),
+        slots: world.entity_slots(),
+        lanes: world.entity_lane_count(),
     }
 }
 

@@ -5,14 +5,18 @@
 //! * [`Op`] is one call (or a few) on the public API — spawns of several bundle shapes,
 //!   inserts, removes, despawns, `get_mut` writes, queries (`iter`, `for_each`,
 //!   `par_for_each`), schedule runs whose systems record commands, panic or send and read
-//!   events, and direct event calls. Ops decode from bytes, so a libFuzzer input and a
-//!   seeded random stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back.
-//! * [`Harness`] applies an op to a world and to the model, checking each result and that
+//!   events (on either of two worlds, under run conditions the op opens or closes), and
+//!   direct event calls. Ops decode from bytes, so a libFuzzer input and a seeded random
+//!   stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back.
+//! * [`Harness`] applies an op to a world and to its model, checking each result and that
 //!   the op panicked exactly when it had to (components whose `Drop` panics, systems that
-//!   panic).
+//!   panic). It keeps two worlds, each with its own model, and the same schedules move
+//!   between them (see [`harness`]).
 //! * [`Checker`] compares everything observable with the model: every live entity's
 //!   components and values, dead ids, archetype contents, queries of every kind, and the
-//!   drop accounting of the counting types.
+//!   drop accounting of the counting types; the harness adds each world's events and its
+//!   reservation lanes and entity slots, which must stay bounded however often schedules
+//!   move between the worlds.
 //!
 //! The fuzz target (`fuzz/fuzz_targets/api.rs`) calls [`run_bytes`]; the regression corpus
 //! (`corpus/`) and the seeded sequences run through the same function in this crate's tests;

@@ -33,6 +33,14 @@ pub struct Model {
     index: HashMap<Entity, usize>,
     pending: Vec<Entity>,
     dead: VecDeque<Entity>,
+    /// The highest slot index of any entity that was live (a reservation's counts once it
+    /// is flushed: before, its slot need not exist yet).
+    highest_index: Option<u32>,
+    /// The most entities live and reserved at once.
+    peak: usize,
+    /// The most ids reserved between two flushes (by `reserve_entities`, or by one run's
+    /// command spawns).
+    burst: usize,
     /// The `Ping` events the world's `Events<Ping>` should hold, and its readers.
     pub events: EventModel,
 }
@@ -91,6 +99,28 @@ impl Model {
     /// Records a reservation; it becomes a live entity with no components at the next flush.
     pub fn reserve(&mut self, entity: Entity) {
         self.pending.push(entity);
+        self.burst = self.burst.max(self.pending.len());
+        self.peak = self.peak.max(self.ids.len() + self.pending.len());
+    }
+
+    /// Records that `count` ids were reserved between two flushes (a run's command spawns).
+    pub fn note_burst(&mut self, count: usize) {
+        self.burst = self.burst.max(count);
+    }
+
+    /// The highest slot index of any entity live so far.
+    pub fn highest_index(&self) -> Option<u32> {
+        self.highest_index
+    }
+
+    /// The most entities live and reserved at once so far.
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// The most ids reserved between two flushes so far.
+    pub fn burst(&self) -> usize {
+        self.burst
     }
 
     /// What every structural world operation does first: reservations become entities.
@@ -106,6 +136,8 @@ impl Model {
         assert!(old.is_none(), "{entity:?} was spawned twice");
         self.index.insert(entity, self.ids.len());
         self.ids.push(entity);
+        self.highest_index = self.highest_index.max(Some(entity.index()));
+        self.peak = self.peak.max(self.ids.len() + self.pending.len());
     }
 
     /// Records a despawn; returns the row.
@@ -170,6 +202,15 @@ impl EventModel {
     /// True when the resource holds no event.
     pub fn is_empty(&self) -> bool {
         self.buffered.is_empty()
+    }
+
+    /// Reader `reader` starts again with a fresh cursor (its system was initialised anew, for
+    /// a schedule that comes to this world from another): its next read sees every event
+    /// still held.
+    pub fn forget(&mut self, reader: usize) {
+        if let Some(cursor) = self.cursors.get_mut(reader) {
+            *cursor = 0;
+        }
     }
 
     /// Reader `reader` reads: the values it has not seen yet, oldest first.

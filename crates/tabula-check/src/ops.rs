@@ -108,17 +108,25 @@ pub enum Op {
         /// Which query (modulo 3).
         which: u8,
     },
-    /// Runs a schedule whose command system records `cmds`; see [`crate::harness`] for
-    /// the three schedules.
+    /// Runs a schedule whose command system records `cmds`, on the harness's first world or
+    /// (`away`) on its second; see [`crate::harness`] for the three schedules, the two
+    /// worlds and the gates.
     Run {
         /// Which schedule (modulo 3).
         schedule: u8,
+        /// Run it on the second world (opcode 17) instead of the first (opcode 16). The same
+        /// schedules run on both, so a schedule whose last run was on the other world is
+        /// initialised anew for this one.
+        away: bool,
         /// What the command system records.
         cmds: Vec<CmdOp>,
         /// Whether the panicking system panics this run.
         panic: bool,
         /// Values of the events the event system sends this run.
         events: Vec<u8>,
+        /// The run conditions that say no this run, one bit per gate (see
+        /// [`crate::harness`]); bits past the gates are ignored. 0: every system runs.
+        gates: u8,
     },
     /// `World::send_event` between runs.
     SendEvent {
@@ -303,10 +311,14 @@ impl Op {
             14 if code & 0x7f == CLEAR => Op::Clear { armed },
             14 => Op::Flush,
             15 => Op::Query { which: src.byte()? },
-            16 | 17 => {
+            // Bits of `counts`: 0-3 the commands (modulo 9), 4-5 the events, 6 a gates byte
+            // follows, 7 panic.
+            op @ (16 | 17) => {
+                let away = op == 17;
                 let schedule = src.byte()?;
                 let counts = src.byte()?;
                 let panic = counts & 0x80 != 0;
+                let gates = if counts & 0x40 != 0 { src.byte()? } else { 0 };
                 let cmds = (0..(counts & 0x0f) % (MAX_DECODED_CMDS + 1))
                     .map(|_| CmdOp::decode(src))
                     .collect::<Option<Vec<_>>>()?;
@@ -315,9 +327,11 @@ impl Op {
                     .collect::<Option<Vec<_>>>()?;
                 Op::Run {
                     schedule,
+                    away,
                     cmds,
                     panic,
                     events,
+                    gates,
                 }
             }
             18 => Op::SendEvent { value: src.byte()? },
@@ -390,14 +404,22 @@ impl Op {
             Op::Query { which } => out.extend([15, *which]),
             Op::Run {
                 schedule,
+                away,
                 cmds,
                 panic,
                 events,
+                gates,
             } => {
                 let cmds = &cmds[..cmds.len().min(usize::from(MAX_DECODED_CMDS))];
                 let events = &events[..events.len().min(3)];
-                let counts = cmds.len() as u8 | (events.len() as u8) << 4 | if *panic { 0x80 } else { 0 };
-                out.extend([16, *schedule, counts]);
+                let counts = cmds.len() as u8
+                    | (events.len() as u8) << 4
+                    | if *gates != 0 { 0x40 } else { 0 }
+                    | if *panic { 0x80 } else { 0 };
+                out.extend([if *away { 17 } else { 16 }, *schedule, counts]);
+                if *gates != 0 {
+                    out.push(*gates);
+                }
                 for cmd in cmds {
                     cmd.encode(out);
                 }

@@ -40,3 +40,74 @@ fn long_sequences_match_the_model() {
         run(seed, 4_000);
     }
 }
+
+/// The decoder reaches the new ops: seeded sequences move schedules between the two worlds
+/// and close run-condition gates.
+#[test]
+fn seeded_sequences_move_schedules_and_close_gates() {
+    use tabula_check::{Harness, Op, Rng};
+    let mut harness = Harness::new();
+    let mut source = Rng(0xc4ec_0000);
+    for _ in 0..400 {
+        let op = Op::decode(&mut source).expect("a random stream never ends");
+        harness.apply(&op);
+    }
+    let stats = harness.stats();
+    assert!(stats.moves >= 5, "{stats:?}");
+    assert!(stats.gated_runs >= 5, "{stats:?}");
+    harness.finish();
+}
+
+/// The point of owned, reused reservation lanes: the three schedules take turns on the two
+/// worlds hundreds of times, each run spawning and despawning, and each world keeps at most
+/// [`LANES`] lanes and a slot count bounded by its population, not by the number of moves
+/// (the harness's check asserts the bound after every op; see `tabula_check::harness`).
+#[test]
+fn schedules_moving_between_worlds_keep_lanes_and_slots_bounded() {
+    use tabula_check::harness::LANES;
+    use tabula_check::{CmdOp, CmdTarget, Harness, Op, shape};
+    let mut harness = Harness::new();
+    for i in 0..900u16 {
+        let live = CmdTarget::Existing((i << 3) | 3);
+        harness.apply(&Op::Run {
+            schedule: (i % 3) as u8,
+            // Every schedule's successive runs alternate between the worlds.
+            away: (i / 3) % 2 == 1,
+            cmds: vec![
+                CmdOp::Spawn {
+                    shape: (i % 16) as u8,
+                    seed: i,
+                },
+                CmdOp::Spawn { shape: 2, seed: !i },
+                CmdOp::Despawn { target: live },
+                CmdOp::Despawn {
+                    target: CmdTarget::Spawned(1),
+                },
+            ],
+            panic: false,
+            events: Vec::new(),
+            gates: 0,
+        });
+        if i % 50 == 0 {
+            harness.apply(&Op::Reserve { count: 3 });
+        }
+        harness.check_sample(4);
+    }
+    let stats = harness.stats();
+    assert!(stats.moves >= 890, "{stats:?}");
+    for (world, model) in [
+        (harness.world(), harness.model()),
+        (harness.second_world(), harness.second_model()),
+    ] {
+        let shape = shape(world);
+        assert!(shape.lanes <= LANES, "{shape:?}");
+        // Two spawns and up to two despawns per run keep a handful alive; each spawn is one
+        // of a run's two reservations.
+        assert!(
+            shape.slots <= model.peak() + 2 * LANES * 3,
+            "{shape:?}, peak {}",
+            model.peak()
+        );
+    }
+    harness.finish();
+}

@@ -1,5 +1,5 @@
-//! The soak: one world under random churn for a long time, checked against the model as it
-//! goes, with its memory and structure watched for growth.
+//! The soak: the harness's two worlds under random churn for a long time, checked against
+//! their models as it goes, with memory and structure watched for growth.
 //!
 //! ```text
 //! cargo run --release -p tabula-check --bin soak -- [--ops N] [--runs N] [--entities N]
@@ -8,18 +8,23 @@
 //!
 //! Each frame runs one of the harness's three schedules (see `tabula_check::harness`) with
 //! `--cmds` recorded commands (spawns, inserts, removes, despawns, some aimed at dead ids),
-//! a panicking system in one frame of 20, events sent and read, then a few dozen direct
-//! structural calls on the world (spawn, batch spawn, insert, remove, despawn, with
-//! components whose `Drop` panics now and then), a query, and a sampled check; the full
-//! check (every live entity, every archetype, every query, drop accounting) runs every
-//! `--full-every` frames and at the end. The population is steered towards `--entities`.
+//! a panicking system in one frame of 20, events sent and read, and one of the run
+//! conditions closed in one frame of 10. One frame in four runs it on the second world
+//! (whose population is steered towards a quarter of `--entities`), so the schedules keep
+//! moving between the two worlds. Then come a few dozen direct structural calls on the
+//! first world (spawn, batch spawn, insert, remove, despawn, with components whose `Drop`
+//! panics now and then), a query, and a sampled check of both worlds; the full check (every
+//! live entity, every archetype, every query, drop accounting) runs every `--full-every`
+//! frames and at the end. The first world's population is steered towards `--entities`.
 //! It stops once both `--ops` structural calls and `--runs` schedule runs are done.
 //!
 //! Growth checks, after a warm-up of the first tenth of the run: the resident set (VmRSS),
 //! sampled 100 times, must not grow by more than 10% + 8 MiB over its warm-up peak; the
-//! archetype count stays within its bound (one per subset of the component kinds) and the
-//! registered types stop growing; the events buffered and the removal logs (of `Hp` and
-//! `Tracked`) stay within a few frames' worth. The
+//! first world's archetype count stays within its bound (one per subset of the component
+//! kinds) and its registered types stop growing; its buffered events and removal logs (of
+//! `Hp` and `Tracked`) stay within a few frames' worth. Every check, sampled or full, also
+//! asserts that each world's entity indices stay within the slot bound (see
+//! `tabula_check::harness`), however often the schedules moved between the worlds. The
 //! binary exits non-zero if any of these fails, or a check panics.
 
 use std::time::Instant;
@@ -111,8 +116,9 @@ fn cmd_target(rng: &mut Rng) -> CmdTarget {
     }
 }
 
-/// One frame's schedule run: `cmds` commands, steered towards `wanted` entities.
-fn run_op(rng: &mut Rng, cmds: usize, live: usize, wanted: usize) -> Op {
+/// One frame's schedule run on the first world or (`away`) the second: `cmds` commands,
+/// steered towards `wanted` entities in that world.
+fn run_op(rng: &mut Rng, cmds: usize, live: usize, wanted: usize, away: bool) -> Op {
     // Below the wanted population, spawns outnumber despawns; above it, the reverse.
     let (grow, shrink) = if live < wanted { (45, 10) } else { (10, 45) };
     let cmds = (0..cmds)
@@ -138,9 +144,11 @@ fn run_op(rng: &mut Rng, cmds: usize, live: usize, wanted: usize) -> Op {
     let events = (0..rng.below(4)).map(|_| rng.next_u64() as u8).collect();
     Op::Run {
         schedule: rng.below(3) as u8,
+        away,
         cmds,
         panic: rng.chance(5),
         events,
+        gates: if rng.chance(10) { 1 << rng.below(6) } else { 0 },
     }
 }
 
@@ -223,8 +231,13 @@ fn main() {
         if progress >= 1.0 {
             break;
         }
-        let live = harness.model().len();
-        harness.apply(&run_op(&mut rng, args.cmds, live, args.entities));
+        let away = rng.chance(25);
+        let (live, wanted) = if away {
+            (harness.second_model().len(), args.entities / 4)
+        } else {
+            (harness.model().len(), args.entities)
+        };
+        harness.apply(&run_op(&mut rng, args.cmds, live, wanted, away));
         for _ in 0..direct_per_frame {
             let live = harness.model().len();
             harness.apply(&direct_op(&mut rng, live, args.entities));
@@ -245,15 +258,20 @@ fn main() {
             next_report += 0.01;
             let (rss, hwm) = memory_kib();
             let shape = harness.shape();
+            let second = tabula_check::shape(harness.second_world());
             rss_samples.push((progress, rss));
             println!(
-                "{:5.1}% {:7.1}s structural {:>11} runs {:>8} panics {:>7} live {:>6} archetypes {:>3} types {:>2} events {:>2} rss {:>7} KiB hwm {:>7} KiB",
+                "{:5.1}% {:7.1}s structural {:>11} runs {:>8} moves {:>7} panics {:>7} live {:>6} slots {:>6} second world live {:>6} slots {:>6} archetypes {:>3} types {:>2} events {:>2} rss {:>7} KiB hwm {:>7} KiB",
                 progress * 100.0,
                 start.elapsed().as_secs_f64(),
                 stats.structural,
                 stats.runs,
+                stats.moves,
                 stats.panics,
                 shape.entities,
+                shape.slots,
+                second.entities,
+                second.slots,
                 shape.archetypes,
                 shape.components,
                 harness.buffered_events(),
@@ -310,15 +328,18 @@ fn main() {
     harness.check();
     harness.finish();
     println!(
-        "done in {elapsed:.1}s: {} structural calls ({:.0}/s), {} schedule runs ({:.0}/s), {} ops, {} provoked panics, {} skipped commands; final live {}, archetypes {}, max events buffered {max_events}, max removal log entries {max_removals}; VmRSS {rss} KiB, VmHWM {hwm} KiB; final full check passed",
+        "done in {elapsed:.1}s: {} structural calls ({:.0}/s), {} schedule runs ({:.0}/s), {} ops, {} moves between worlds, {} provoked panics, {} skipped commands; final live {}, slots {}, lanes {}, archetypes {}, max events buffered {max_events}, max removal log entries {max_removals}; VmRSS {rss} KiB, VmHWM {hwm} KiB; final full check passed",
         stats.structural,
         stats.structural as f64 / elapsed,
         stats.runs,
         stats.runs as f64 / elapsed,
         stats.ops,
+        stats.moves,
         stats.panics,
         stats.skipped_commands,
         shape.entities,
+        shape.slots,
+        shape.lanes,
         shape.archetypes,
     );
     if !failures.is_empty() {
