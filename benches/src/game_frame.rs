@@ -284,7 +284,7 @@ fn integrate(mut q: Query<(&mut Position, &Velocity)>) {
 }
 
 fn steer(mut q: Query<(&mut Velocity, &Position, &Team)>) {
-    q.par_for_each(|(mut v, p, t)| steer_one(&mut v, p, *t));
+    q.par_for_each_mut(|(mut v, p, t)| steer_one(&mut v, p, *t));
 }
 
 fn regen(mut q: Query<&mut Health>) {

@@ -398,7 +398,7 @@ pub fn integrate(
 ) {
     let dt = time.dt;
     let bounce = physics.bounce;
-    particles.par_for_each(|(mut position, mut velocity, mut lifetime, mut color)| {
+    particles.par_for_each_mut(|(mut position, mut velocity, mut lifetime, mut color)| {
         position.x += velocity.x * dt;
         position.y += velocity.y * dt;
         if position.y < 0.0 {

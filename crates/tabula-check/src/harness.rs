@@ -249,7 +249,7 @@ fn hp_system(mut query: Query<&mut Hp, Without<Tag>>) {
 }
 
 fn wide_system(mut query: Query<&mut Wide>) {
-    query.par_for_each(|mut wide| wide.0[2] = wide.0[2].wrapping_add(1));
+    query.par_for_each_mut(|mut wide| wide.0[2] = wide.0[2].wrapping_add(1));
 }
 
 fn panicker(script: Res<Script>) {

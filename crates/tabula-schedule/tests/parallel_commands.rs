@@ -283,7 +283,7 @@ fn commands_to_a_dead_entity_are_skipped_and_named() {
 /// From a parallel pass: despawns some rows, spawns from others (pointing at their row),
 /// and inserts on a third kind, through `ParallelCommands`.
 fn par_churn<const I: usize, const J: usize>(mut q: Query<(Entity, &mut C<I>)>, commands: ParallelCommands) {
-    q.par_for_each(|(entity, mut c)| {
+    q.par_for_each_mut(|(entity, mut c)| {
         c.0 = (c.0 * 5 + 3) % 1000;
         match c.0 % 6 {
             0 => commands.command_scope(|commands| commands.despawn(entity)),

@@ -131,7 +131,7 @@ fn nested<const K: usize, const I: usize, const J: usize>(
 
 /// A pass through a `Query` parameter (automatic batches) with serial scopes around it, the
 /// last one recording a closure.
-fn flat<const I: usize>(mut q: Query<(Entity, &V<I>)>, commands: ParallelCommands) {
+fn flat<const I: usize>(q: Query<(Entity, &V<I>)>, commands: ParallelCommands) {
     commands.command_scope(|c| c.spawn((V::<I>(7),)));
     q.par_for_each(|(entity, v)| match v.0 % 11 {
         0 => commands.command_scope(|c| c.spawn((V::<I>((v.0 * 3 + 1) % 1000), From(v.0)))),

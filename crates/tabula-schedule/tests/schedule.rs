@@ -722,7 +722,7 @@ mod sim {
         q.for_each(|(mut v, p)| v.0 = if p.0 > 500.0 { -v.0.abs() } else { v.0.abs() + 0.5 });
     }
     pub fn drain(mut q: Query<(&mut Energy, &Position)>) {
-        q.par_for_each(|(mut e, p)| e.0 = e.0.wrapping_mul(31).wrapping_add(p.0 as u64));
+        q.par_for_each_mut(|(mut e, p)| e.0 = e.0.wrapping_mul(31).wrapping_add(p.0 as u64));
     }
     pub fn total(q: Query<&Energy>, mut total: ResMut<Total>) {
         total.0 = q

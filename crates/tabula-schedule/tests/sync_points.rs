@@ -30,10 +30,17 @@ fn an_explicit_apply_deferred_replaces_the_automatic_sync_before_it() {
     let mut schedule = Schedule::new();
     schedule.add_systems((plant, apply_deferred, count).chain());
     let order = schedule.order(&mut world).unwrap();
-    assert!(syncs(&order).is_empty(), "one barrier, the explicit one: {order:?}");
+    assert!(
+        syncs(&order).is_empty(),
+        "one barrier, the explicit one: {order:?}"
+    );
     assert_eq!(order.len(), 3, "{order:?}");
     schedule.run(&mut world);
-    assert_eq!(world.resource::<Vec<usize>>().unwrap(), &vec![1], "count saw the seed");
+    assert_eq!(
+        world.resource::<Vec<usize>>().unwrap(),
+        &vec![1],
+        "count saw the seed"
+    );
     let dot = schedule.graph_dot(&mut world).unwrap();
     assert!(!dot.contains("shape=diamond"), "{dot}");
 }

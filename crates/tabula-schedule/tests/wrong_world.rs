@@ -25,7 +25,7 @@ fn strike(mut commands: Commands, aliens: Res<Aliens>) {
     commands.despawn(aliens.0[1]);
 }
 
-fn strike_in_parallel(commands: ParallelCommands, mut q: Query<&Hp>, aliens: Res<Aliens>) {
+fn strike_in_parallel(commands: ParallelCommands, q: Query<&Hp>, aliens: Res<Aliens>) {
     let target = aliens.0[2];
     q.par_for_each(|hp| {
         if hp.0 == 100 {

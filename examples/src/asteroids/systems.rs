@@ -238,7 +238,7 @@ pub fn death_throes(mut commands: Commands, time: Res<Time>, mut q: Query<(Entit
 /// Moves everything, wrapping at the edges and applying damping; in parallel.
 pub fn movement(time: Res<Time>, mut q: Query<(&mut Position, &mut Motion)>) {
     let dt = time.dt;
-    q.par_for_each(|(mut position, mut motion)| {
+    q.par_for_each_mut(|(mut position, mut motion)| {
         position.x = (position.x + motion.velocity.0 * dt).rem_euclid(WIDTH);
         position.y = (position.y + motion.velocity.1 * dt).rem_euclid(HEIGHT);
         position.rotation += motion.angular_velocity * dt;

@@ -168,6 +168,11 @@ pub unsafe trait QueryData: WorldQuery {
 ///
 /// # Safety
 /// `update_access` records no writes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` writes components, so this needs exclusive access to the query",
+    label = "this query has a `&mut` or `Mut` term",
+    note = "use the method's `_mut` form (`iter_mut`, `get_mut`, `par_for_each_mut`) on a `mut` query"
+)]
 pub unsafe trait ReadOnlyQueryData: QueryData {}
 
 // ---------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ unsafe impl SystemParam for Commands<'_, '_> {
 /// struct Spark(Entity);
 ///
 /// fn ignite(mut fuses: Query<(Entity, &mut Fuse)>, commands: ParallelCommands) {
-///     fuses.par_for_each(|(entity, mut fuse)| {
+///     fuses.par_for_each_mut(|(entity, mut fuse)| {
 ///         fuse.0 -= 1;
 ///         if fuse.0 == 0 {
 ///             commands.command_scope(|commands| {

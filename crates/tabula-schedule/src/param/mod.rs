@@ -349,9 +349,55 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.for_each_chunk_unchecked(self.world, self.ticks, f) }
     }
 
-    /// Calls `f` on every matching item, across rayon's threads.
-    pub fn par_for_each(&mut self, f: impl Fn(D::Item<'_>) + Send + Sync) {
-        // SAFETY: `&mut self`; the system holds the query's access.
+    /// Calls `f` on every matching item, across rayon's threads, through shared access: for
+    /// a query that only reads (no `&mut T` or `Mut<T>` term), so the query need not be
+    /// `mut` (bevy's `par_iter`). [`par_for_each_mut`](Self::par_for_each_mut) writes.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Mass(f32);
+    /// #[derive(Default)]
+    /// struct Heaviest(std::sync::Mutex<f32>);
+    ///
+    /// fn weigh(masses: Query<&Mass>, heaviest: Res<Heaviest>) {
+    ///     masses.par_for_each(|mass| {
+    ///         let mut max = heaviest.0.lock().unwrap();
+    ///         *max = max.max(mass.0);
+    ///     });
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Heaviest>();
+    /// world.spawn_batch((0..1000).map(|i| (Mass(i as f32),))).for_each(drop);
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(weigh);
+    /// schedule.run(&mut world);
+    /// assert_eq!(*world.resource::<Heaviest>().unwrap().0.lock().unwrap(), 999.0);
+    /// ```
+    pub fn par_for_each(&self, f: impl Fn(D::Item<'_>) + Send + Sync)
+    where
+        D: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only items, so passes through `&self` may overlap; the system holds the
+        // query's access.
+        unsafe { self.state.par_for_each_unchecked(self.world, self.ticks, f) }
+    }
+
+    /// Calls `f` on every matching item, across rayon's threads, with mutable access.
+    ///
+    /// A query that writes must use this form; the shared one does not compile for it:
+    ///
+    /// ```compile_fail
+    /// use tabula::prelude::*;
+    /// struct Mass(f32);
+    /// fn grow(masses: Query<&mut Mass>) {
+    ///     masses.par_for_each(|mut mass| mass.0 += 1.0); // needs `mut masses` and `_mut`
+    /// }
+    /// ```
+    pub fn par_for_each_mut(&mut self, f: impl Fn(D::Item<'_>) + Send + Sync) {
+        // SAFETY: `&mut self` makes this the only live iteration of this query; the system
+        // holds the query's access.
         unsafe { self.state.par_for_each_unchecked(self.world, self.ticks, f) }
     }
 
