@@ -448,9 +448,10 @@ impl World {
         self.entities.lane_count()
     }
 
-    /// How many entity slots the world has made: every entity index it handed out is below
-    /// this. Slots are reused after a despawn, so this follows the most entities alive (and
-    /// reserved) at once, not the number ever spawned.
+    /// How many entity slots the world has made: every live entity's index is below this
+    /// (an id reserved since the last flush may be past it until the flush makes its slot).
+    /// Slots are reused after a despawn, so this follows the most entities alive and reserved
+    /// at once, not the number ever spawned.
     pub fn entity_slots(&self) -> usize {
         self.entities.slots()
     }
