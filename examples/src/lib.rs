@@ -1,6 +1,8 @@
 //! Example programs for tabula, as a library so that tests can run them too.
 //!
 //! * [`asteroids`]: the flagship — a headless Asteroids on a parallel schedule.
+//! * [`arena`]: a server hosting arena matches, one world each, all run by one schedule
+//!   that moves from world to world.
 //! * [`particles`]: hundreds of thousands of particles spawned and despawned through
 //!   `Commands`, with disjoint systems in parallel and `par_for_each`.
 //! * [`hierarchy`]: a solar system of parents and children, with transform propagation,
@@ -9,6 +11,7 @@
 //!   conditions and ordered sets.
 //! * [`rng`]: the seeded generator the examples share.
 
+pub mod arena;
 pub mod asteroids;
 pub mod cli;
 pub mod combat;
