@@ -17,7 +17,7 @@ use std::fmt;
 use std::num::NonZeroU32;
 
 pub use allocator::{Entities, ReserveEntities};
-pub(crate) use allocator::{LaneTicket, Locations, SHARED_LANE};
+pub(crate) use allocator::{LaneTicket, Locations, SHARED_LANE, exhausted};
 
 /// A handle to an entity in a [`World`](crate::World).
 ///

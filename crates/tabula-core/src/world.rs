@@ -268,11 +268,7 @@ impl World {
     #[cold]
     fn exhausted(&self) -> EntityError {
         let slots = self.entities.slot_limit();
-        tracing::error!(
-            slots,
-            "entity index space exhausted: every one of the world's {slots} entity slots is live or \
-             retired; the spawn is refused. Despawn entities to free slots"
-        );
+        crate::entity::exhausted(slots);
         EntityError::IndexSpaceExhausted { slots }
     }
 

@@ -603,9 +603,9 @@ impl Entities {
     }
 }
 
-/// Reports a refused reservation or spawn: the index space is used up.
+/// Reports a refused reservation or spawn through `tracing`: the index space is used up.
 #[cold]
-fn exhausted(limit: u32) {
+pub(crate) fn exhausted(limit: u32) {
     tracing::error!(
         slots = limit,
         "entity index space exhausted: every one of the world's {limit} entity slots is live or \
