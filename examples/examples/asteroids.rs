@@ -1,7 +1,7 @@
 //! Asteroids, headless: the flagship example.
 //!
 //! ```text
-//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE]
+//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE] [--trace FILE]
 //! ```
 //!
 //! `--asteroids N` is how many asteroids the first level starts with (each later level
@@ -10,9 +10,12 @@
 //! 1.5 s in release on a 2-core machine); the field is then so crowded that the ship is soon
 //! destroyed and the game is mostly asteroids drifting.
 //!
-//! Prints one line per simulated second, then frame-time statistics, entity totals and how
-//! many systems ran in parallel on average. The same seed gives the same game whatever the
-//! thread count.
+//! Prints one line per simulated second, then frame-time statistics, entity totals, what
+//! the traces say (how many threads worked at once on average, and how much of each frame
+//! the trace explains: [`Trace::attributed`](tabula::schedule::Trace::attributed)). Every
+//! frame is traced; `--trace FILE` writes the last frame's trace as Chrome trace-event JSON,
+//! to open in Perfetto (ui.perfetto.dev, "Open trace file") or `chrome://tracing`. The same
+//! seed gives the same game whatever the thread count.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Instant;
@@ -24,13 +27,15 @@ use tabula_examples::asteroids::Game;
 const DEFAULT_ASTEROIDS: u32 = 50_000;
 use tabula_examples::cli::{self, Args};
 
-const USAGE: &str = "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE]";
+const USAGE: &str =
+    "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE] [--trace FILE]";
 
 struct Options {
     seed: u64,
     frames: u32,
     asteroids: u32,
     dot: Option<String>,
+    trace: Option<String>,
 }
 
 fn main() {
@@ -40,6 +45,7 @@ fn main() {
         frames: args.get_or("--frames", 3600),
         asteroids: args.get_or("--asteroids", DEFAULT_ASTEROIDS),
         dot: args.get("--dot"),
+        trace: args.get("--trace"),
     };
     cli::with_threads(args.get("--threads"), |threads| play(&options, threads));
 }
@@ -60,13 +66,18 @@ fn play(options: &Options, threads: usize) {
         options.seed, options.frames, threads, options.asteroids
     );
     let mut frame_times = Vec::with_capacity(options.frames as usize);
-    let mut parallelism = 0.0;
+    let mut concurrency = 0.0;
+    let mut attributed = Vec::with_capacity(options.frames as usize);
+    let mut overlapping_frames = 0_u32;
     let mut peak_entities = 0;
     for frame in 1..=options.frames {
         let start = Instant::now();
         game.step();
         frame_times.push(start.elapsed().as_secs_f64() * 1e6);
-        parallelism += game.schedule.last_trace().map_or(0.0, |t| t.concurrency());
+        let trace = game.schedule.last_trace().expect("every frame is traced");
+        concurrency += trace.concurrency();
+        overlapping_frames += u32::from(trace.overlap().overlapping_systems > 0);
+        attributed.push(trace.attributed());
         peak_entities = peak_entities.max(game.world.len());
         if frame % 60 == 0 {
             let state = game.state();
@@ -81,6 +92,11 @@ fn play(options: &Options, threads: usize) {
                 if state.playing { "" } else { "  GAME OVER" },
             );
         }
+    }
+    if let Some(path) = &options.trace {
+        let trace = game.schedule.last_trace().expect("every frame is traced");
+        std::fs::write(path, trace.to_chrome_json()).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+        println!("last frame's trace written to {path} (open it in ui.perfetto.dev)");
     }
     frame_times.sort_by(f64::total_cmp);
     let mean = frame_times.iter().sum::<f64>() / frame_times.len().max(1) as f64;
@@ -111,8 +127,22 @@ fn play(options: &Options, threads: usize) {
         peak_entities
     );
     println!(
-        "systems running at once, on average while any ran: {:.2} (of {} systems)",
-        parallelism / f64::from(options.frames.max(1)),
+        "threads at work at once (systems and par_for_each batches), on average while any worked: {:.2} ({} systems)",
+        concurrency / f64::from(options.frames.max(1)),
         game.schedule.len()
+    );
+    println!(
+        "frames in which two systems ran at the same time: {overlapping_frames} of {}",
+        options.frames
+    );
+    // The first frame builds the schedule and samples costs: left out.
+    let steady = &mut attributed[1.min(frame_times.len() - 1)..];
+    let mean_attributed = steady.iter().sum::<f64>() / steady.len() as f64;
+    steady.sort_by(f64::total_cmp);
+    println!(
+        "frame time the trace explains (systems, syncs, command application, batches): mean {:.1}%, median {:.1}%, worst {:.1}%",
+        100.0 * mean_attributed,
+        100.0 * steady[steady.len() / 2],
+        100.0 * steady[0]
     );
 }

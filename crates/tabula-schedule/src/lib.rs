@@ -72,7 +72,7 @@ pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, IntoSystem, System,
     SystemParamFunction, apply_deferred,
 };
-pub use trace::{Trace, TraceEvent};
+pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
 
 /// The names system code uses every day.
 pub mod prelude {

@@ -23,7 +23,7 @@ use crate::executor::{
 use crate::graph::{self, Built, ConditionWrite, EdgeKind, ScheduleBuildError};
 use crate::set::{CoreSet, FunctionSet, SetKey};
 use crate::skipped::{CommandErrorPolicy, SkippedCommand};
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind, TraceLog};
 
 /// One side of an ordering constraint: a system (its slot) or a set.
 #[derive(Clone, PartialEq)]
@@ -270,7 +270,10 @@ impl Schedule {
         self
     }
 
-    /// Records a trace of every following run (see [`last_trace`](Self::last_trace)).
+    /// Records a trace of every following run (see [`last_trace`](Self::last_trace)): its
+    /// systems, sync points, `apply_deferred` systems, end-of-run command application and
+    /// `par_for_each` batches, each on its thread (see [`Trace`]). Untraced runs pay nothing
+    /// for it but a branch per sync point and a thread-local load per `par_for_each` pass.
     pub fn set_tracing(&mut self, enabled: bool) -> &mut Self {
         self.tracing = enabled;
         self
@@ -776,8 +779,10 @@ impl Schedule {
         world.flush();
         let built = self.built.as_mut().expect("initialize built the schedule");
         let sampled = is_sampled_run(built.runs);
+        // The traced run's interval starts here (see `Trace`).
+        let trace = self.tracing.then(TraceLog::new);
         let ctx = RunContext {
-            trace_start: self.tracing.then(std::time::Instant::now),
+            trace: trace.as_ref(),
             timed: sampled || self.tracing,
             warming: is_warm_up_run(built.runs),
             command_errors: self.command_error_policy,
@@ -818,20 +823,16 @@ impl Schedule {
             // a traced run is planned like an untraced one.
             built.plan.mark_stale();
         }
-        if let Some(start) = ctx.trace_start {
-            let mut events: Vec<_> = self.slots.iter_mut().filter_map(|s| s.trace.take()).collect();
-            events.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
-            self.last_trace = Some(Trace {
-                events,
-                wall_us: start.elapsed().as_secs_f64() * 1e6,
-            });
-        }
         if let Err(payload) = result {
+            // An aborted run keeps its trace, up to the panic.
+            self.finish_trace(trace, None);
             abort_run(&mut self.slots, world, payload);
         }
-        if built.graph.apply_order.is_empty() {
+        let end_start = trace.as_ref().map(|_| std::time::Instant::now());
+        let buffers = if built.graph.apply_order.is_empty() {
             // No system records commands; ids reserved through `&World` still become real.
             world.flush();
+            0
         } else {
             // A command that panics here aborts the run as well: the buffers not yet applied
             // are dropped with it, so that none of them is applied late, by the next run.
@@ -842,15 +843,32 @@ impl Schedule {
                     world,
                     &mut self.command_errors,
                     self.command_error_policy,
-                );
+                )
             }));
-            if let Err(payload) = applied {
-                abort_run(&mut self.slots, world, payload);
+            match applied {
+                Ok(buffers) => buffers,
+                Err(payload) => {
+                    self.finish_trace(trace, None);
+                    abort_run(&mut self.slots, world, payload);
+                }
             }
-        }
+        };
         if self.update_events {
             crate::hooks::end_of_run(world);
         }
+        self.finish_trace(trace, end_start.map(|start| (start, buffers)));
+    }
+
+    /// Makes a traced run's trace the last one: with its end-of-run application (its start
+    /// and the buffers it applied) when the run got that far.
+    fn finish_trace(&mut self, trace: Option<TraceLog>, end: Option<(std::time::Instant, usize)>) {
+        let Some(log) = trace else { return };
+        let now = std::time::Instant::now();
+        if let Some((start, buffers)) = end {
+            log.record(TraceKind::ApplyAtEnd, None, start, now, buffers);
+        }
+        let slots = &self.slots;
+        self.last_trace = Some(log.finish(now, |slot| slots[slot].system.name()));
     }
 
     /// The built graph in Graphviz DOT: systems (boxes), sync points (diamonds), explicit

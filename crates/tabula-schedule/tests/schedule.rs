@@ -4,7 +4,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use tabula_core::{Changed, Commands, Entity, With, Without, World};
 use tabula_schedule::prelude::*;
-use tabula_schedule::{IntoSystem, ScheduleBuildError, System};
+use tabula_schedule::{IntoSystem, ScheduleBuildError, System, TraceKind};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Position(f32);
@@ -857,7 +857,16 @@ fn dot_and_trace_describe_the_schedule() {
     schedule.set_tracing(true);
     schedule.run(&mut world);
     let trace = schedule.last_trace().unwrap();
-    assert_eq!(trace.events.len(), 2);
+    // The two systems, then the end-of-run application (nothing to apply here).
+    let kinds: Vec<_> = trace.events.iter().map(|e| (e.kind, e.count)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (TraceKind::System, 0),
+            (TraceKind::System, 0),
+            (TraceKind::ApplyAtEnd, 0)
+        ]
+    );
     let json = trace.to_chrome_json();
     assert!(
         json.starts_with("{\"traceEvents\":[") && json.contains("\"ph\":\"X\""),

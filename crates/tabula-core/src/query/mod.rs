@@ -46,6 +46,8 @@ pub use filter::TickFetch;
 pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, With, Without};
 pub use iter::QueryIter;
 pub use par::BatchSize;
+#[doc(hidden)]
+pub use par::with_batch_sink;
 pub use state::QueryState;
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::access::SystemAccess;
 use crate::config::BoxedCondition;
 use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::system::BoxedSystem;
-use crate::trace::{TraceEvent, thread_id};
+use crate::trace::{TraceKind, TraceLog, batch_sink};
 
 /// Which executor a schedule uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,7 +72,6 @@ pub(crate) struct SystemSlot {
     cost_ns: u64,
     /// The last sample was set aside as an outlier (see [`OUTLIER_FACTOR`]).
     outlier: bool,
-    pub(crate) trace: Option<TraceEvent>,
 }
 
 impl SystemSlot {
@@ -85,7 +84,6 @@ impl SystemSlot {
             is_apply_deferred,
             cost_ns: u64::MAX,
             outlier: false,
-            trace: None,
         }
     }
 
@@ -107,8 +105,9 @@ pub(crate) enum Node {
 
 /// Per-run settings shared by the executors.
 #[derive(Clone, Copy)]
-pub(crate) struct RunContext {
-    pub(crate) trace_start: Option<Instant>,
+pub(crate) struct RunContext<'t> {
+    /// Where a traced run records its events; `None` when not tracing.
+    pub(crate) trace: Option<&'t TraceLog>,
     /// Time every system (a sampled or traced run).
     pub(crate) timed: bool,
     /// One of the first runs after a build (see [`is_warm_up_run`]).
@@ -117,45 +116,75 @@ pub(crate) struct RunContext {
     pub(crate) command_errors: CommandErrorPolicy,
 }
 
-/// Runs one system node (its conditions, then the system).
+/// Runs one system node (its conditions, then the system), slot `index`.
 ///
 /// Sampled and traced runs (`ctx.timed`, see [`is_sampled_run`]) are timed, out of line, so
-/// that the common path carries no clock reads.
+/// that the common path carries no clock reads and no trace branch beyond this one.
 ///
 /// # Safety
 /// The caller holds the slot's declared access for the call (for an exclusive slot: the
 /// whole world, through a mutable cell), and the slot was initialised with this world.
 #[inline]
-pub(crate) unsafe fn run_system(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
+pub(crate) unsafe fn run_system(
+    slot: &mut SystemSlot,
+    index: usize,
+    world: UnsafeWorldCell<'_>,
+    ctx: RunContext<'_>,
+) {
     if ctx.timed {
         // SAFETY: forwarded contract.
-        unsafe { run_system_timed(slot, world, ctx) }
+        unsafe { run_system_timed(slot, index, world, ctx) }
     } else {
         // SAFETY: forwarded contract.
         unsafe { run_system_body(slot, world) }
     }
 }
 
-/// [`run_system`] with its cost measured (and traced when tracing).
+/// [`run_system`] with its cost measured, and traced when tracing: the system's interval,
+/// and the batches of its `par_for_each` passes, reported by the sink installed around it.
 ///
 /// # Safety
 /// As [`run_system`].
 #[cold]
 #[inline(never)]
-unsafe fn run_system_timed(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>, ctx: RunContext) {
+unsafe fn run_system_timed(
+    slot: &mut SystemSlot,
+    index: usize,
+    world: UnsafeWorldCell<'_>,
+    ctx: RunContext<'_>,
+) {
     let start = Instant::now();
-    // SAFETY: forwarded contract.
-    unsafe { run_system_body(slot, world) };
-    let elapsed = start.elapsed();
-    let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    match ctx.trace {
+        // SAFETY: forwarded contract.
+        None => unsafe { run_system_body(slot, world) },
+        Some(log) => tabula_core::query::with_batch_sink(&batch_sink(log, index), || {
+            // SAFETY: forwarded contract.
+            unsafe { run_system_body(slot, world) }
+        }),
+    }
+    let end = Instant::now();
+    let ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
     (slot.cost_ns, slot.outlier) = next_estimate(slot.cost_ns, ns, ctx.warming, slot.outlier);
-    if let Some(run_start) = ctx.trace_start {
-        slot.trace = Some(TraceEvent {
-            name: slot.system.name().to_string(),
-            thread: thread_id(),
-            start_us: (start - run_start).as_secs_f64() * 1e6,
-            duration_us: elapsed.as_secs_f64() * 1e6,
-        });
+    if let Some(log) = ctx.trace {
+        log.record(TraceKind::System, Some(index), start, end, 0);
+    }
+}
+
+/// Runs `apply`, a command application of `kind` (for an `apply_deferred` node, `slot` is
+/// its system's) that returns how many buffers it applied, and records it when tracing. An
+/// untraced run pays one branch.
+#[inline]
+pub(crate) fn traced_apply(
+    ctx: RunContext<'_>,
+    kind: TraceKind,
+    slot: Option<usize>,
+    apply: impl FnOnce() -> usize,
+) {
+    match ctx.trace {
+        None => {
+            apply();
+        }
+        Some(log) => log.record_apply(kind, slot, apply),
     }
 }
 
@@ -215,7 +244,7 @@ pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldC
 }
 
 /// An `apply_deferred` node: applies every pending command buffer unless one of its run
-/// conditions says no.
+/// conditions says no. Returns how many buffers it applied.
 pub(crate) fn apply_deferred_node(
     slots: &mut [SystemSlot],
     index: usize,
@@ -223,11 +252,13 @@ pub(crate) fn apply_deferred_node(
     world: &mut World,
     errors: &mut Vec<SkippedCommand>,
     policy: CommandErrorPolicy,
-) {
+) -> usize {
     // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
     // conditions with this world.
     if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) } {
-        apply_pending(slots, order, world, errors, policy);
+        apply_pending(slots, order, world, errors, policy)
+    } else {
+        0
     }
 }
 
@@ -235,17 +266,20 @@ pub(crate) fn apply_deferred_node(
 /// run), then makes every reserved entity real: ids a system reserved without recording a
 /// command (`Commands::spawn_empty`) exist from here on too. Skipped commands go to
 /// `errors`, each with the system that recorded it, after `policy` has reported them.
+/// Returns how many buffers it applied (systems with commands pending).
 pub(crate) fn apply_pending(
     slots: &mut [SystemSlot],
     order: &[usize],
     world: &mut World,
     errors: &mut Vec<SkippedCommand>,
     policy: CommandErrorPolicy,
-) {
+) -> usize {
     let mut skipped = Vec::new();
+    let mut applied = 0;
     for &index in order {
         let slot = &mut slots[index];
         if slot.system.has_deferred() {
+            applied += 1;
             slot.system.apply_deferred(world, &mut skipped);
             let system = slot.system.name();
             for error in skipped.drain(..) {
@@ -256,6 +290,7 @@ pub(crate) fn apply_pending(
         }
     }
     world.flush();
+    applied
 }
 
 #[cfg(all(test, not(loom)))]

@@ -30,10 +30,11 @@ use tabula_core::{UnsafeWorldCell, World};
 
 use super::plan::Plan;
 use super::protocol::{Dependencies, RunState};
-use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system};
+use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system, traced_apply};
 use crate::graph::Built;
 use crate::skipped::SkippedCommand;
 use crate::sync::{Arc, Backoff};
+use crate::trace::TraceKind;
 
 /// Busy-wait steps (see [`Backoff::snooze`]: spins, growing, then yields) the caller takes
 /// before it parks while helpers finish. More than `Backoff::is_completed` would allow: a
@@ -60,7 +61,7 @@ struct Shared<'a> {
     plan: &'a Plan,
     state: &'a RunState,
     world: UnsafeWorldCell<'a>,
-    ctx: RunContext,
+    ctx: RunContext<'a>,
     /// The gate epoch of this run (see [`protocol::Gate`](super::protocol::Gate)).
     epoch: u64,
     /// The calling thread, which helpers wake when they queue work or finish the last chain.
@@ -107,30 +108,36 @@ impl<'a> Shared<'a> {
                 // SAFETY: the protocol granted this node to this thread alone.
                 let slot = unsafe { &mut *self.slots.add(index) };
                 if slot.is_apply_deferred {
-                    // SAFETY: `apply_deferred` is exclusive: nothing else runs now, so the
-                    // slot's conditions may read the world, and then every slot is ours.
-                    unsafe {
-                        if conditions_allow(slot, self.world) {
-                            self.apply_all();
+                    traced_apply(self.ctx, TraceKind::ApplyDeferred, Some(index), || {
+                        // SAFETY: `apply_deferred` is exclusive: nothing else runs now, so the
+                        // slot's conditions may read the world, and then every slot is ours.
+                        unsafe {
+                            if conditions_allow(slot, self.world) {
+                                self.apply_all()
+                            } else {
+                                0
+                            }
                         }
-                    }
+                    });
                 } else {
                     // SAFETY: the graph gives this node its declared access for now (exclusive
                     // systems: the whole world); the schedule initialised the slot.
-                    unsafe { run_system(slot, self.world, self.ctx) };
+                    unsafe { run_system(slot, index, self.world, self.ctx) };
                 }
             }
-            // SAFETY: sync points are exclusive: nothing else runs now.
-            Node::Sync => unsafe { self.apply_all() },
+            Node::Sync => traced_apply(self.ctx, TraceKind::Sync, None, || {
+                // SAFETY: sync points are exclusive: nothing else runs now.
+                unsafe { self.apply_all() }
+            }),
         }
     }
 
-    /// Applies every pending command buffer.
+    /// Applies every pending command buffer; returns how many it applied.
     ///
     /// # Safety
     /// Called from an exclusive node: no other node is running, so every slot and the world
     /// are ours.
-    unsafe fn apply_all(&self) {
+    unsafe fn apply_all(&self) -> usize {
         // SAFETY: see the function's contract.
         let (slots, world) = unsafe {
             (
@@ -145,7 +152,7 @@ impl<'a> Shared<'a> {
             world,
             &mut errors,
             self.ctx.command_errors,
-        );
+        )
     }
 
     /// Sorts a node this thread has just released: onto `stack` when it runs inline;
@@ -321,7 +328,7 @@ pub(crate) fn run(
     plan: &Plan,
     state: &mut RunState,
     world: &mut World,
-    ctx: RunContext,
+    ctx: RunContext<'_>,
     errors: &mut Vec<SkippedCommand>,
 ) -> Result<(), Box<dyn Any + Send>> {
     state.reset(&built.deps);
