@@ -43,6 +43,7 @@
 //! ```
 
 mod access;
+pub mod condition;
 mod config;
 mod executor;
 mod graph;

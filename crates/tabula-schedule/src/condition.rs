@@ -1,0 +1,279 @@
+//! Ready-made run conditions, and [`not`], [`and`] and [`or`] to combine conditions.
+//!
+//! A run condition is any read-only system returning `bool` (see
+//! [`run_if`](crate::IntoSystemConfigs::run_if)); these are the ones games keep writing:
+//!
+//! ```
+//! use tabula::prelude::*;
+//! use tabula::schedule::condition::{and, not, on_event, resource_exists, run_once};
+//!
+//! struct Paused;
+//! struct Explosion;
+//! #[derive(Default)]
+//! struct Log(Vec<&'static str>);
+//!
+//! fn setup(mut log: ResMut<Log>) {
+//!     log.0.push("setup");
+//! }
+//! fn shake(mut log: ResMut<Log>) {
+//!     log.0.push("shake");
+//! }
+//!
+//! let mut world = World::new();
+//! world.init_resource::<Log>();
+//! world.add_event::<Explosion>();
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems((
+//!     setup.run_if(run_once),
+//!     shake.run_if(and(on_event::<Explosion>, not(resource_exists::<Paused>))),
+//! ).chain());
+//! schedule.run(&mut world);
+//! world.send_event(Explosion);
+//! schedule.run(&mut world);
+//! world.insert_resource(Paused);
+//! world.send_event(Explosion);
+//! schedule.run(&mut world);
+//! assert_eq!(world.resource::<Log>().unwrap().0, ["setup", "shake"]);
+//! ```
+//!
+//! The combinators keep the union of their parts' accesses, so the scheduler orders a
+//! combined condition as it would each part. [`and`] and [`or`] short-circuit: the second
+//! condition does not run when the first decides (as `&&` and `||`), so a condition with
+//! state of its own (`run_once`, `on_event`) only counts the runs it was asked.
+
+use std::any::TypeId;
+
+use tabula_core::{Component, Entity, UnsafeWorldCell, With, World};
+
+use crate::access::SystemAccess;
+use crate::param::{EventReader, Local, Query, Res};
+use crate::system::{IntoSystem, System};
+
+/// True while a resource of type `R` exists.
+pub fn resource_exists<R: Component>(resource: Option<Res<R>>) -> bool {
+    resource.is_some()
+}
+
+/// True when the resource `R` was added or changed since this condition last ran (false
+/// when there is none).
+pub fn resource_changed<R: Component>(resource: Option<Res<R>>) -> bool {
+    resource.is_some_and(|resource| resource.is_changed())
+}
+
+/// True when the resource `R` was added since this condition last ran.
+pub fn resource_added<R: Component>(resource: Option<Res<R>>) -> bool {
+    resource.is_some_and(|resource| resource.is_added())
+}
+
+/// A condition that is true while the resource `R` exists and equals `value`.
+///
+/// ```
+/// use tabula::prelude::*;
+/// use tabula::schedule::condition::resource_equals;
+///
+/// #[derive(PartialEq, Clone, Copy)]
+/// enum Phase { Menu, Playing }
+/// #[derive(Default)]
+/// struct Frames(u32);
+///
+/// fn play(mut frames: ResMut<Frames>) {
+///     frames.0 += 1;
+/// }
+///
+/// let mut world = World::new();
+/// world.init_resource::<Frames>();
+/// world.insert_resource(Phase::Menu);
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(play.run_if(resource_equals(Phase::Playing)));
+/// schedule.run(&mut world);
+/// world.insert_resource(Phase::Playing);
+/// schedule.run(&mut world);
+/// assert_eq!(world.resource::<Frames>().unwrap().0, 1);
+/// ```
+pub fn resource_equals<R: Component + PartialEq + Clone>(
+    value: R,
+) -> impl FnMut(Option<Res<R>>) -> bool + Clone + Send + Sync + 'static {
+    move |resource: Option<Res<R>>| resource.is_some_and(|resource| *resource == value)
+}
+
+/// True when events of type `E` were sent that this condition has not seen yet; it reads
+/// them (each condition keeps its own cursor, as an `EventReader` does).
+pub fn on_event<E: Send + Sync + 'static>(mut events: EventReader<E>) -> bool {
+    let any = !events.is_empty();
+    events.clear();
+    any
+}
+
+/// True while at least one entity has a component `T`.
+pub fn any_with_component<T: Component>(entities: Query<Entity, With<T>>) -> bool {
+    entities.iter().next().is_some()
+}
+
+/// True the first time it runs, false after.
+pub fn run_once(mut ran: Local<bool>) -> bool {
+    !std::mem::replace(&mut *ran, true)
+}
+
+/// A condition that is true when `condition` is false.
+pub fn not<M, C: IntoSystem<bool, M>>(condition: C) -> NotCondition<C> {
+    NotCondition(condition)
+}
+
+/// A condition that is true when both are; `second` runs only when `first` is true.
+pub fn and<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(first: A, second: B) -> AndCondition<A, B> {
+    AndCondition(first, second)
+}
+
+/// A condition that is true when either is; `second` runs only when `first` is false.
+pub fn or<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(first: A, second: B) -> OrCondition<A, B> {
+    OrCondition(first, second)
+}
+
+/// The condition [`not`] makes.
+#[derive(Clone)]
+pub struct NotCondition<C>(C);
+
+/// The condition [`and`] makes.
+#[derive(Clone)]
+pub struct AndCondition<A, B>(A, B);
+
+/// The condition [`or`] makes.
+#[derive(Clone)]
+pub struct OrCondition<A, B>(A, B);
+
+/// Marks the `IntoSystem` implementations of the combinators.
+pub struct IsCombinator;
+
+/// How a [`Combined`] condition joins its parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Join {
+    Not,
+    And,
+    Or,
+}
+
+/// A condition built from one or two others (see [`not`], [`and`], [`or`]).
+pub struct Combined<A, B> {
+    join: Join,
+    first: A,
+    second: Option<B>,
+    name: String,
+    access: SystemAccess,
+}
+
+impl<M: 'static, C: IntoSystem<bool, M>> IntoSystem<bool, (IsCombinator, M)> for NotCondition<C> {
+    type System = Combined<C::System, C::System>;
+
+    fn into_system(self) -> Self::System {
+        let first = self.0.into_system();
+        Combined::new(Join::Not, first, None)
+    }
+}
+
+impl<MA: 'static, MB: 'static, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>
+    IntoSystem<bool, (IsCombinator, MA, MB)> for AndCondition<A, B>
+{
+    type System = Combined<A::System, B::System>;
+
+    fn into_system(self) -> Self::System {
+        Combined::new(Join::And, self.0.into_system(), Some(self.1.into_system()))
+    }
+}
+
+impl<MA: 'static, MB: 'static, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>
+    IntoSystem<bool, (IsCombinator, MA, MB, ())> for OrCondition<A, B>
+{
+    type System = Combined<A::System, B::System>;
+
+    fn into_system(self) -> Self::System {
+        Combined::new(Join::Or, self.0.into_system(), Some(self.1.into_system()))
+    }
+}
+
+impl<A: System<Out = bool>, B: System<Out = bool>> Combined<A, B> {
+    fn new(join: Join, first: A, second: Option<B>) -> Self {
+        let name = match (&join, &second) {
+            (Join::Not, _) | (_, None) => format!("not({})", first.name()),
+            (Join::And, Some(second)) => format!("and({}, {})", first.name(), second.name()),
+            (Join::Or, Some(second)) => format!("or({}, {})", first.name(), second.name()),
+        };
+        Self {
+            join,
+            first,
+            second,
+            name,
+            access: SystemAccess::default(),
+        }
+    }
+}
+
+impl<A: System<Out = bool>, B: System<Out = bool>> System for Combined<A, B> {
+    type Out = bool;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn function_type(&self) -> TypeId {
+        TypeId::of::<Self>()
+    }
+
+    fn initialize(&mut self, world: &mut World) {
+        self.first.initialize(world);
+        let mut access = self.first.access().clone();
+        if let Some(second) = &mut self.second {
+            second.initialize(world);
+            access.absorb(second.access());
+        }
+        self.access = access;
+    }
+
+    fn access(&self) -> &SystemAccess {
+        &self.access
+    }
+
+    fn update_archetypes(&mut self, world: &World) {
+        self.first.update_archetypes(world);
+        if let Some(second) = &mut self.second {
+            second.update_archetypes(world);
+        }
+    }
+
+    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> bool {
+        // SAFETY: forwarded contract; the caller holds this system's access, the union of
+        // both parts', and the parts run one after the other.
+        let first = unsafe { self.first.run_unsafe(world) };
+        match (self.join, &mut self.second) {
+            (Join::Not, _) | (_, None) => !first,
+            (Join::And, Some(_)) if !first => false,
+            (Join::Or, Some(_)) if first => true,
+            // SAFETY: as above.
+            (_, Some(second)) => unsafe { second.run_unsafe(world) },
+        }
+    }
+
+    fn has_deferred(&self) -> bool {
+        self.first.has_deferred() || self.second.as_ref().is_some_and(System::has_deferred)
+    }
+
+    fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<tabula_core::CommandError>) {
+        self.first.apply_deferred(world, errors);
+        if let Some(second) = &mut self.second {
+            second.apply_deferred(world, errors);
+        }
+    }
+
+    fn discard_deferred(&mut self, world: &mut World) {
+        self.first.discard_deferred(world);
+        if let Some(second) = &mut self.second {
+            second.discard_deferred(world);
+        }
+    }
+
+    fn set_condition_of(&mut self, system: &str) {
+        self.first.set_condition_of(system);
+        if let Some(second) = &mut self.second {
+            second.set_condition_of(system);
+        }
+    }
+}
