@@ -50,6 +50,12 @@ pub trait System: Send + Sync + 'static {
     /// True when the last run recorded deferred work (commands).
     fn has_deferred(&self) -> bool;
 
+    /// How many commands the deferred work holds, for traces; by default 1 when there is
+    /// any.
+    fn deferred_len(&self) -> usize {
+        usize::from(self.has_deferred())
+    }
+
     /// Applies deferred work; error descriptions of skipped commands go to `errors`.
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>);
 
@@ -169,6 +175,10 @@ where
 
     fn has_deferred(&self) -> bool {
         self.state.as_ref().is_some_and(F::Param::has_deferred)
+    }
+
+    fn deferred_len(&self) -> usize {
+        self.state.as_ref().map_or(0, F::Param::deferred_len)
     }
 
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>) {

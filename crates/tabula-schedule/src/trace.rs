@@ -18,12 +18,12 @@ use parking_lot::Mutex;
 pub enum TraceKind {
     /// A system run: its run conditions and the system itself. Named after the system.
     System,
-    /// An automatic sync point applying the pending command buffers. Named `sync`.
+    /// An automatic sync point applying the pending commands. Named `sync`.
     Sync,
     /// An [`apply_deferred`](crate::apply_deferred) system: its run conditions, and the
-    /// pending command buffers it applied. Named after the system.
+    /// pending commands it applied. Named after the system.
     ApplyDeferred,
-    /// The end of the run: the command buffers still pending applied, the entity ids reserved
+    /// The end of the run: the commands still pending applied, the entity ids reserved
     /// during the run made real, and (when on) the events aged. Named `apply_at_end`.
     ApplyAtEnd,
     /// One run of rows of a `par_for_each` pass (or a whole pass, when it ran serially), on
@@ -44,7 +44,7 @@ impl TraceKind {
         }
     }
 
-    /// True for the kinds that apply command buffers.
+    /// True for the kinds that apply commands.
     pub fn applies_commands(self) -> bool {
         matches!(
             self,
@@ -69,10 +69,10 @@ pub struct TraceEvent {
     pub start_us: f64,
     /// Microseconds the interval lasted.
     pub duration_us: f64,
-    /// For the kinds that apply commands ([`TraceKind::applies_commands`]): how many command
-    /// buffers were applied, one per system that had recorded commands since the last
-    /// application (`args.buffers` in the Chrome JSON); for a batch, its rows (`args.rows`);
-    /// 0 for a system.
+    /// For the kinds that apply commands ([`TraceKind::applies_commands`]): how many commands
+    /// were applied, as the systems recorded them (`args.commands` in the Chrome JSON;
+    /// commands that applied commands or hooks record in turn are not counted); for a batch,
+    /// its rows (`args.rows`); 0 for a system.
     pub count: usize,
 }
 
@@ -123,7 +123,7 @@ pub struct Overlap {
 
 impl Trace {
     /// The trace as Chrome trace-event JSON: one complete (`"ph":"X"`) event per
-    /// [`TraceEvent`], its kind as `cat` and its count in `args` (`buffers` for command
+    /// [`TraceEvent`], its kind as `cat` and its count in `args` (`commands` for command
     /// application, `rows` for batches), and a name for each thread (`calling thread` for 0,
     /// `rayon N` for the others).
     pub fn to_chrome_json(&self) -> String {
@@ -162,7 +162,7 @@ impl Trace {
             match e.kind {
                 TraceKind::System => {}
                 TraceKind::Batch => write!(out, ",\"args\":{{\"rows\":{}}}", e.count).expect("String"),
-                _ => write!(out, ",\"args\":{{\"buffers\":{}}}", e.count).expect("String"),
+                _ => write!(out, ",\"args\":{{\"commands\":{}}}", e.count).expect("String"),
             }
             out.push('}');
         }
@@ -364,7 +364,7 @@ impl TraceLog {
         self.events.lock().push(event);
     }
 
-    /// Times `apply` (a command application of `kind`, returning how many buffers it
+    /// Times `apply` (a command application of `kind`, returning how many commands it
     /// applied) and records it.
     pub(crate) fn record_apply(&self, kind: TraceKind, slot: Option<usize>, apply: impl FnOnce() -> usize) {
         let start = Instant::now();
@@ -509,7 +509,7 @@ mod tests {
         assert!(json.contains("\"name\":\"a\\\"b\",\"cat\":\"batch\""), "{json}");
         assert!(json.contains("\"args\":{\"rows\":512}"), "{json}");
         assert!(
-            json.contains("\"cat\":\"sync\"") && json.contains("\"args\":{\"buffers\":3}"),
+            json.contains("\"cat\":\"sync\"") && json.contains("\"args\":{\"commands\":3}"),
             "{json}"
         );
         assert!(json.contains("\"args\":{\"name\":\"calling thread\"}"), "{json}");

@@ -155,11 +155,11 @@ fn the_trace_shows_syncs_applications_and_batches() {
         assert!(!syncs.is_empty(), "{executor:?}: {trace:#?}");
         assert!(syncs.iter().all(|e| e.name == "sync"));
         assert!(
-            syncs.iter().map(|e| e.count).sum::<usize>() >= 1,
+            syncs.iter().map(|e| e.count).sum::<usize>() >= 8,
             "{executor:?}: {trace:#?}"
         );
         // `cull` records nothing this early (no bullet is far yet): its apply_deferred applies
-        // no buffer.
+        // no command.
         let explicit = of_kind(trace, TraceKind::ApplyDeferred);
         assert_eq!(explicit.len(), 1, "{executor:?}: {trace:#?}");
         assert!(explicit[0].name.contains("apply_deferred"));

@@ -216,6 +216,11 @@ impl ParallelCommandQueue {
         self.scopes.lock().is_empty()
     }
 
+    /// How many commands are recorded, over every scope.
+    pub fn len(&self) -> usize {
+        self.scopes.lock().iter().map(|(_, queue)| queue.len()).sum()
+    }
+
     /// Applies every scope's commands in row order and returns the ones that were skipped,
     /// as [`CommandQueue::apply`] does.
     pub fn apply(&mut self, world: &mut World) -> Vec<CommandError> {

@@ -266,7 +266,8 @@ pub(crate) fn apply_deferred_node(
 /// run), then makes every reserved entity real: ids a system reserved without recording a
 /// command (`Commands::spawn_empty`) exist from here on too. Skipped commands go to
 /// `errors`, each with the system that recorded it, after `policy` has reported them.
-/// Returns how many buffers it applied (systems with commands pending).
+/// Returns how many commands it applied (as the systems recorded them; commands that hooks
+/// or applied commands record in turn are not counted).
 pub(crate) fn apply_pending(
     slots: &mut [SystemSlot],
     order: &[usize],
@@ -279,7 +280,7 @@ pub(crate) fn apply_pending(
     for &index in order {
         let slot = &mut slots[index];
         if slot.system.has_deferred() {
-            applied += 1;
+            applied += slot.system.deferred_len();
             slot.system.apply_deferred(world, &mut skipped);
             let system = slot.system.name();
             for error in skipped.drain(..) {

@@ -30,6 +30,10 @@ unsafe impl SystemParam for Commands<'_, '_> {
         !queue.is_empty()
     }
 
+    fn deferred_len((queue, _): &Self::State) -> usize {
+        queue.len()
+    }
+
     fn apply_deferred((queue, _): &mut Self::State, world: &mut World, errors: &mut Vec<CommandError>) {
         errors.extend(queue.apply(world));
     }
@@ -105,6 +109,10 @@ unsafe impl SystemParam for ParallelCommands<'_> {
 
     fn has_deferred(queue: &ParallelCommandQueue) -> bool {
         !queue.is_empty()
+    }
+
+    fn deferred_len(queue: &ParallelCommandQueue) -> usize {
+        queue.len()
     }
 
     fn apply_deferred(queue: &mut ParallelCommandQueue, world: &mut World, errors: &mut Vec<CommandError>) {

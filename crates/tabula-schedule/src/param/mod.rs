@@ -252,6 +252,11 @@ pub unsafe trait SystemParam: Sized {
         false
     }
 
+    /// How many commands the recorded work holds (for traces).
+    fn deferred_len(_state: &Self::State) -> usize {
+        0
+    }
+
     /// Applies recorded work (commands) to the world.
     fn apply_deferred(_state: &mut Self::State, _world: &mut World, _errors: &mut Vec<CommandError>) {}
 
@@ -817,6 +822,10 @@ macro_rules! tuple_param {
 
             fn has_deferred(state: &Self::State) -> bool {
                 false $(|| $name::has_deferred(&state.$index))*
+            }
+
+            fn deferred_len(state: &Self::State) -> usize {
+                0 $(+ $name::deferred_len(&state.$index))*
             }
 
             fn apply_deferred(state: &mut Self::State, world: &mut World, errors: &mut Vec<CommandError>) {
