@@ -241,6 +241,34 @@ impl<'a, T> Mut<'a, T> {
         self.value
     }
 
+    /// Replaces the value with `value` only when they differ, so a write of the same value
+    /// marks nothing changed (`Changed` filters and `is_changed` stay quiet); returns
+    /// whether it wrote.
+    ///
+    /// ```
+    /// use tabula::{Changed, World};
+    ///
+    /// let mut world = World::new();
+    /// let e = world.spawn((3u32,));
+    /// let mut changed = world.query_filtered::<tabula::Entity, Changed<u32>>();
+    /// assert_eq!(changed.iter(&world).count(), 1); // added: counts as changed
+    /// assert!(!world.get_mut::<u32>(e)?.set_if_neq(3));
+    /// assert_eq!(changed.iter(&world).count(), 0, "the same value marks nothing");
+    /// assert!(world.get_mut::<u32>(e)?.set_if_neq(4));
+    /// assert_eq!(changed.iter(&world).count(), 1);
+    /// # Ok::<(), tabula::EntityError>(())
+    /// ```
+    pub fn set_if_neq(&mut self, value: T) -> bool
+    where
+        T: PartialEq,
+    {
+        if *self.value == value {
+            return false;
+        }
+        *std::ops::DerefMut::deref_mut(self) = value;
+        true
+    }
+
     /// Turns this into a plain `&mut T`, marking the value changed.
     pub fn into_inner(self) -> &'a mut T {
         *self.changed = self.run.this_run;

@@ -120,12 +120,18 @@ pub fn not<M, C: IntoSystem<bool, M>>(condition: C) -> NotCondition<C> {
 }
 
 /// A condition that is true when both are; `second` runs only when `first` is true.
-pub fn and<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(first: A, second: B) -> AndCondition<A, B> {
+pub fn and<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(
+    first: A,
+    second: B,
+) -> AndCondition<A, B> {
     AndCondition(first, second)
 }
 
 /// A condition that is true when either is; `second` runs only when `first` is false.
-pub fn or<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(first: A, second: B) -> OrCondition<A, B> {
+pub fn or<MA, MB, A: IntoSystem<bool, MA>, B: IntoSystem<bool, MB>>(
+    first: A,
+    second: B,
+) -> OrCondition<A, B> {
     OrCondition(first, second)
 }
 

@@ -81,11 +81,25 @@ fn and_and_or_short_circuit() {
     let mut world = World::new();
     world.init_resource::<Ran>();
     let mut schedule = Schedule::new();
-    schedule.add_systems((both.run_if(and(open, run_once)), either.run_if(or(not(open), run_once))).chain());
-    assert_eq!(frame(&mut world, &mut schedule), ["either"], "or: the left decided");
+    schedule.add_systems(
+        (
+            both.run_if(and(open, run_once)),
+            either.run_if(or(not(open), run_once)),
+        )
+            .chain(),
+    );
+    assert_eq!(
+        frame(&mut world, &mut schedule),
+        ["either"],
+        "or: the left decided"
+    );
     assert_eq!(frame(&mut world, &mut schedule), ["either"]);
     world.insert_resource(Level(1));
-    assert_eq!(frame(&mut world, &mut schedule), ["both", "either"], "both right sides ran once");
+    assert_eq!(
+        frame(&mut world, &mut schedule),
+        ["both", "either"],
+        "both right sides ran once"
+    );
     assert_eq!(frame(&mut world, &mut schedule), Vec::<&str>::new());
 }
 
@@ -100,7 +114,10 @@ fn a_combined_condition_carries_both_accesses() {
     world.init_resource::<Ran>();
     world.insert_resource(Level(1));
     let mut schedule = Schedule::new();
-    schedule.add_systems((bump, exists.run_if(not(not(and(run_once, resource_equals(Level(2))))))));
+    schedule.add_systems((
+        bump,
+        exists.run_if(not(not(and(run_once, resource_equals(Level(2)))))),
+    ));
     let dependencies = schedule.dependencies(&mut world).unwrap();
     assert!(
         dependencies

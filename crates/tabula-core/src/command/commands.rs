@@ -152,6 +152,36 @@ impl<'w, 's> Commands<'w, 's> {
         EntityCommands::new(entity, self.queue, self.ids)
     }
 
+    /// Spawns one entity per item of `bundles` when applied, through
+    /// [`World::spawn_batch`] (one command, the table sized once). The ids are taken when it
+    /// is applied, so none is returned: spawn one by one with [`spawn`](Self::spawn) to know
+    /// them now.
+    ///
+    /// ```
+    /// use tabula::{Commands, CommandQueue, World};
+    ///
+    /// struct Rock(u32);
+    ///
+    /// let mut world = World::new();
+    /// let mut queue = CommandQueue::new();
+    /// Commands::new(&mut queue, &world).spawn_batch((0..100).map(|i| (Rock(i),)));
+    /// assert!(queue.apply(&mut world).is_empty());
+    /// assert_eq!(world.len(), 100);
+    /// ```
+    ///
+    /// # Panics
+    /// When applied, as [`World::spawn_batch`] does (a bundle holding a hierarchy component,
+    /// or no entity slot left).
+    pub fn spawn_batch<I>(&mut self, bundles: I)
+    where
+        I: IntoIterator + Send + 'static,
+        I::Item: Bundle,
+    {
+        self.queue.push(move |world: &mut World| {
+            world.spawn_batch(bundles).for_each(drop);
+        });
+    }
+
     /// Records commands for an existing (or reserved) entity. Whether it is alive is checked
     /// when each command is applied.
     pub fn entity(&mut self, entity: Entity) -> EntityCommands<'_> {
@@ -252,6 +282,49 @@ impl<'a> EntityCommands<'a> {
     /// lacks any of them.
     pub fn remove<B: Bundle>(&mut self) -> &mut Self {
         self.add(remove_command::<B>(self.entity))
+    }
+
+    /// Adds (or replaces) one component; [`insert`](Self::insert) without the tuple.
+    pub fn insert_one<T: Component>(&mut self, component: T) -> &mut Self {
+        self.insert((component,))
+    }
+
+    /// Removes one component and drops it; [`remove`](Self::remove) without the tuple.
+    pub fn remove_one<T: Component>(&mut self) -> &mut Self {
+        self.remove::<(T,)>()
+    }
+
+    /// As [`insert`](Self::insert), but skipped silently when the entity is gone by the time
+    /// it is applied (despawned by another command, say): for races the game expects, such
+    /// as one system despawning what another tags this frame. Other failures are reported
+    /// under the schedule's error policy, as for every command.
+    ///
+    /// ```
+    /// use tabula::{Commands, CommandQueue, World};
+    ///
+    /// struct Burning;
+    ///
+    /// let mut world = World::new();
+    /// let crate_ = world.spawn(("crate",));
+    /// let mut queue = CommandQueue::new();
+    /// let mut commands = Commands::new(&mut queue, &world);
+    /// commands.entity(crate_).despawn();
+    /// commands.entity(crate_).try_insert((Burning,)); // expected to lose the race
+    /// assert!(queue.apply(&mut world).is_empty(), "nothing reported");
+    /// ```
+    pub fn try_insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
+        let entity = self.entity;
+        self.add(Fallible(move |world: &mut World| {
+            skip_if_gone("try_insert", entity, world.insert(entity, bundle))
+        }))
+    }
+
+    /// As [`despawn`](Self::despawn), but skipped silently when the entity is already gone.
+    pub fn try_despawn(&mut self) {
+        let entity = self.entity;
+        self.queue.push(Fallible(move |world: &mut World| {
+            skip_if_gone("try_despawn", entity, world.despawn(entity))
+        }));
     }
 
     /// Despawns the entity; its children, if any, become roots.
@@ -394,6 +467,23 @@ pub(super) fn insert_command<B: Bundle>(entity: Entity, bundle: B) -> impl Comma
     entity_command!(Entity, "insert", entity, move |world: &mut World, entity| {
         world.insert(entity, bundle)
     })
+}
+
+/// `result` of command `command` on `entity` as a command's outcome, with a missing entity
+/// taken as success (the `try_` commands).
+fn skip_if_gone<T>(
+    command: &'static str,
+    entity: Entity,
+    result: Result<T, EntityError>,
+) -> Result<(), CommandError> {
+    match result {
+        Ok(_) | Err(EntityError::NoSuchEntity(_)) => Ok(()),
+        Err(error) => Err(CommandError::Entity {
+            command,
+            entity,
+            error,
+        }),
+    }
 }
 
 /// The command behind [`EntityCommands::remove`].

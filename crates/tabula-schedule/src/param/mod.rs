@@ -672,6 +672,15 @@ impl<'w, R: Component> ResMut<'w, R> {
         self.value.bypass_change_detection()
     }
 
+    /// Replaces the resource with `value` only when they differ, so that writing the same
+    /// value does not mark it changed; returns whether it wrote (see `Mut::set_if_neq`).
+    pub fn set_if_neq(&mut self, value: R) -> bool
+    where
+        R: PartialEq,
+    {
+        self.value.set_if_neq(value)
+    }
+
     /// The plain reference, for the whole run (the resource counts as changed).
     pub fn into_inner(self) -> &'w mut R {
         self.value.into_inner()
