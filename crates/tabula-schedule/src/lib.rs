@@ -66,7 +66,7 @@ pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,
 };
-pub use schedule::{Dependency, Schedule};
+pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
 pub use system::{

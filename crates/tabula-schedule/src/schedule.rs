@@ -21,7 +21,7 @@ use crate::executor::{
     single,
 };
 use crate::graph::{self, Built, ConditionWrite, EdgeKind, ScheduleBuildError};
-use crate::set::{CoreSet, FunctionSet, SetKey};
+use crate::set::{CoreSet, FunctionSet, IntoSystemSet, SetKey};
 use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::trace::{Trace, TraceKind, TraceLog};
 
@@ -84,6 +84,52 @@ pub struct Dependency {
     /// Why: a constraint (`a before b`, `chain`), a data conflict naming the components or
     /// resources, or the commands a sync point applies.
     pub reason: String,
+}
+
+/// How two systems of a built schedule are ordered, and why; from [`Schedule::explain`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SystemOrder {
+    /// The first runs (and finishes) before the second starts: the ordering edges leading
+    /// from one to the other, each with its reason — through other systems and sync points
+    /// when the order is implied rather than direct.
+    Before(Vec<Dependency>),
+    /// The second runs before the first; the path leads from the second to the first.
+    After(Vec<Dependency>),
+    /// Nothing orders them: they may run at the same time.
+    Parallel,
+}
+
+impl SystemOrder {
+    /// The path as one line per edge: `before -> after: reason`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Before(path) | Self::After(path) => path
+                .iter()
+                .map(|edge| {
+                    format!(
+                        "{} -> {}: {}",
+                        short_type_name(&edge.before),
+                        short_type_name(&edge.after),
+                        edge.reason
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Self::Parallel => "not ordered: they may run at the same time".to_string(),
+        }
+    }
+}
+
+/// Two systems of a built schedule that never run at the same time, and the path of
+/// ordering edges that serialises them; from [`Schedule::ordered_pairs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderedPair {
+    /// The system that runs first.
+    pub before: String,
+    /// The system that runs after it.
+    pub after: String,
+    /// The edges from `before` to `after`, each with its reason.
+    pub path: Vec<Dependency>,
 }
 
 /// A set of systems with ordering, run as one unit.
@@ -913,7 +959,8 @@ impl Schedule {
                 writeln!(dot, "  {{ rank=same; {}; }}", same.join("; ")).expect("string write");
             }
         }
-        for (&(from, to, kind), dependency) in built.graph.edges.iter().zip(self.explain(world, built)) {
+        for (&(from, to, kind), dependency) in built.graph.edges.iter().zip(self.describe_edges(world, built))
+        {
             let style = match kind {
                 EdgeKind::Explicit => "solid",
                 EdgeKind::Conflict => "dashed",
@@ -955,11 +1002,11 @@ impl Schedule {
     pub fn dependencies(&mut self, world: &mut World) -> Result<Vec<Dependency>, ScheduleBuildError> {
         self.initialize(world)?;
         let built = self.built.as_ref().expect("initialize built the schedule");
-        Ok(self.explain(world, built))
+        Ok(self.describe_edges(world, built))
     }
 
     /// [`dependencies`](Self::dependencies) of `built`, in the order of its edges.
-    fn explain(&self, world: &World, built: &BuiltSchedule) -> Vec<Dependency> {
+    fn describe_edges(&self, world: &World, built: &BuiltSchedule) -> Vec<Dependency> {
         let access = |node: usize| match built.nodes[node] {
             Node::System(index) => Some(&self.slots[index].access),
             Node::Sync => None,
@@ -986,6 +1033,176 @@ impl Schedule {
             .collect()
     }
 
+    /// How the first system of `a` and the first of `b` are ordered, and why — including
+    /// orderings implied through other systems: the path of ordering edges from one to the
+    /// other, each with its reason (a constraint, the components or resources two systems
+    /// conflict on, or a sync point), or [`SystemOrder::Parallel`] when nothing orders them.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    /// use tabula::schedule::SystemOrder;
+    ///
+    /// struct Health(u32);
+    /// struct Armor(u32);
+    /// fn regen(mut q: Query<&mut Health>) {}
+    /// fn harden(mut q: Query<(&Health, &mut Armor)>) {}
+    /// fn report(q: Query<&Armor>) {}
+    ///
+    /// let mut world = World::new();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((regen, harden, report));
+    /// // `regen` and `report` share no data, yet `report` waits for `regen`, through `harden`.
+    /// let SystemOrder::Before(path) = schedule.explain(&mut world, regen, report).unwrap() else {
+    ///     panic!("ordered");
+    /// };
+    /// assert_eq!(path.len(), 2);
+    /// assert_eq!(path[0].reason, "data conflict on `Health`");
+    /// assert_eq!(path[1].reason, "data conflict on `Armor`");
+    /// ```
+    ///
+    /// # Errors
+    /// When the schedule cannot be built.
+    ///
+    /// # Panics
+    /// When `a` or `b` names no system of the schedule.
+    pub fn explain<Ma, Mb>(
+        &mut self,
+        world: &mut World,
+        a: impl IntoSystemSet<Ma>,
+        b: impl IntoSystemSet<Mb>,
+    ) -> Result<SystemOrder, ScheduleBuildError> {
+        self.explain_sets(world, a.into_set_key(), b.into_set_key())
+    }
+
+    /// [`explain`](Self::explain) for erased sets.
+    fn explain_sets(
+        &mut self,
+        world: &mut World,
+        a: SetKey,
+        b: SetKey,
+    ) -> Result<SystemOrder, ScheduleBuildError> {
+        self.initialize(world)?;
+        let (from, to) = (self.first_node_of(&a), self.first_node_of(&b));
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        let edges = self.explain_edges(world, built);
+        Ok(if let Some(path) = path_between(built, &edges, from, to) {
+            SystemOrder::Before(path)
+        } else if let Some(path) = path_between(built, &edges, to, from) {
+            SystemOrder::After(path)
+        } else {
+            SystemOrder::Parallel
+        })
+    }
+
+    /// Panics, with the path that orders them, unless the first system of `a` and the first
+    /// of `b` may run at the same time: a test that states two systems are meant to run in
+    /// parallel fails when a later change (a new shared component, a constraint, a sync
+    /// point) serialises them. tabula never leaves two conflicting systems unordered (it
+    /// orders them as added, so runs are deterministic), so this is the check of intent that
+    /// bevy's ambiguity detection gives the other way round.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Health(u32);
+    /// struct Score(u32);
+    /// fn regen(mut q: Query<&mut Health>) {}
+    /// fn tally(mut score: ResMut<Score>) {}
+    ///
+    /// let mut world = World::new();
+    /// world.insert_resource(Score(0));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((regen, tally));
+    /// schedule.assert_parallel(&mut world, regen, tally);
+    /// ```
+    ///
+    /// # Panics
+    /// When the two are ordered (the message lists why), when the schedule cannot be built,
+    /// or when `a` or `b` names no system.
+    #[track_caller]
+    pub fn assert_parallel<Ma, Mb>(
+        &mut self,
+        world: &mut World,
+        a: impl IntoSystemSet<Ma>,
+        b: impl IntoSystemSet<Mb>,
+    ) {
+        let (a, b) = (a.into_set_key(), b.into_set_key());
+        let order = match self.explain_sets(world, a.clone(), b.clone()) {
+            Ok(order) => order,
+            Err(error) => panic!("{error}"),
+        };
+        if order != SystemOrder::Parallel {
+            panic!(
+                "`{a:?}` and `{b:?}` were meant to run in parallel, but they are ordered:\n{}",
+                order.describe()
+            );
+        }
+    }
+
+    /// Every two systems that never run at the same time, each with the path of ordering
+    /// edges that serialises them (see [`explain`](Self::explain)): the report to read when a
+    /// schedule runs less in parallel than expected. Pairs are listed by the first system's
+    /// place in [`order`](Self::order), then the second's.
+    ///
+    /// # Errors
+    /// When the schedule cannot be built.
+    pub fn ordered_pairs(&mut self, world: &mut World) -> Result<Vec<OrderedPair>, ScheduleBuildError> {
+        self.initialize(world)?;
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        let edges = self.explain_edges(world, built);
+        let systems: Vec<usize> = built
+            .graph
+            .order
+            .iter()
+            .copied()
+            .filter(|&node| matches!(built.nodes[node], Node::System(_)))
+            .collect();
+        let mut pairs = Vec::new();
+        for &from in &systems {
+            for &to in &systems {
+                if let Some(path) = (from != to)
+                    .then(|| path_between(built, &edges, from, to))
+                    .flatten()
+                {
+                    pairs.push(OrderedPair {
+                        before: built.names[from].clone(),
+                        after: built.names[to].clone(),
+                        path,
+                    });
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// The node of the first system (in slot order) that is in `set`.
+    fn first_node_of(&self, set: &SetKey) -> usize {
+        // A function's set key is compared by its function alone (see `build`).
+        let set = match set.function() {
+            Some(function) => SetKey::of(FunctionSet {
+                function: function.function,
+                name: "",
+            }),
+            None => set.clone(),
+        };
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        (0..self.slots.len())
+            .find(|&index| self.membership(index).contains(&set))
+            .and_then(|index| built.nodes.iter().position(|node| *node == Node::System(index)))
+            .unwrap_or_else(|| panic!("no system of the schedule is in `{set:?}`: add it first"))
+    }
+
+    /// [`describe_edges`](Self::describe_edges) keyed by edge, for path searches.
+    fn explain_edges(&self, world: &World, built: &BuiltSchedule) -> HashMap<(usize, usize), Dependency> {
+        built
+            .graph
+            .edges
+            .iter()
+            .map(|&(from, to, _)| (from, to))
+            .zip(self.describe_edges(world, built))
+            .collect()
+    }
+
     /// The system names in the order a single-threaded run executes them (sync points
     /// included), after building.
     pub fn order(&mut self, world: &mut World) -> Result<Vec<String>, ScheduleBuildError> {
@@ -1008,6 +1225,40 @@ impl Schedule {
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
+}
+
+/// The shortest path of ordering edges from node `from` to node `to` of `built`, as the
+/// dependencies `edges` names; `None` when `to` does not wait for `from`.
+fn path_between(
+    built: &BuiltSchedule,
+    edges: &HashMap<(usize, usize), Dependency>,
+    from: usize,
+    to: usize,
+) -> Option<Vec<Dependency>> {
+    let mut previous: Vec<Option<usize>> = vec![None; built.nodes.len()];
+    let mut queue = std::collections::VecDeque::from([from]);
+    let mut seen = vec![false; built.nodes.len()];
+    seen[from] = true;
+    while let Some(node) = queue.pop_front() {
+        if node == to {
+            let mut path = Vec::new();
+            let mut at = to;
+            while let Some(before) = previous[at] {
+                path.push(edges[&(before, at)].clone());
+                at = before;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for &(a, b, _) in &built.graph.edges {
+            if a == node && !seen[b] {
+                seen[b] = true;
+                previous[b] = Some(a);
+                queue.push_back(b);
+            }
+        }
+    }
+    None
 }
 
 /// Ends a run that a system or command aborted with `payload`: every command buffer not yet
