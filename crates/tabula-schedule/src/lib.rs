@@ -48,6 +48,7 @@ mod config;
 mod executor;
 mod graph;
 mod hooks;
+pub mod one_shot;
 mod param;
 mod schedule;
 mod set;
@@ -66,6 +67,7 @@ pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,
 };
+pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
@@ -79,6 +81,7 @@ pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
 pub mod prelude {
     pub use crate::{
         CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local,
-        ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet, apply_deferred,
+        CommandsRunSystem, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet,
+        WorldSystems, apply_deferred,
     };
 }
