@@ -67,6 +67,7 @@ pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,
 };
+pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
@@ -84,4 +85,5 @@ pub mod prelude {
         CommandsRunSystem, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet,
         WorldSystems, apply_deferred,
     };
+    pub use crate::Scratch;
 }

@@ -20,9 +20,11 @@ use crate::access::SystemAccess;
 
 mod deferred;
 mod removed;
+mod scratch;
 
 pub use deferred::{EventReader, EventWriter, ParallelCommands};
 pub use removed::RemovedComponents;
+pub use scratch::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 
 pub use tabula_core::query::RunTicks;
 
