@@ -16,9 +16,10 @@ pub(crate) type BundleId = usize;
 
 /// A tuple of components that can be spawned, inserted or removed as a unit.
 ///
-/// Implemented for tuples of 0 to 16 components, each a distinct type. For a single
-/// component, use a one-element tuple `(value,)` or the `*_one` methods of
-/// [`World`](crate::World).
+/// Implemented for tuples of 0 to 16 components, each a distinct type, and for every
+/// [`DerivedBundle`]: a struct with `#[derive(Bundle)]` (from the `tabula` crate), which is
+/// spawned, inserted and removed as the tuple of its fields. For a single component, use a
+/// one-element tuple `(value,)` or the `*_one` methods of [`World`](crate::World).
 ///
 /// ```
 /// use tabula::World;
@@ -52,7 +53,243 @@ pub(crate) type BundleId = usize;
 /// let mut world = tabula::World::new();
 /// world.spawn(((Pos(0.0), Vel(1.0)), Player)); // panics: a nested tuple
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a bundle",
+    label = "not a tuple of components",
+    note = "a bundle is a tuple of components, `(Position, Velocity)`, or a struct with \
+            `#[derive(Bundle)]`; spawn a single component as `(value,)`"
+)]
 pub trait Bundle: sealed::BundleStorage + Send + Sync + 'static {}
+
+/// A struct that is a [`Bundle`] through a tuple of components: spawned, inserted and removed
+/// as [`Tuple`](Self::Tuple), converted on the way in and out. This is what
+/// `#[derive(Bundle)]` implements (its fields, nested `#[bundle]` fields flattened, in
+/// declaration order); it may also be implemented by hand.
+///
+/// The world converts a bundle while it writes or reads the bundle's table row, where an
+/// unwinding panic would leave the row half-initialised: a conversion that panics
+/// therefore aborts the process. Keep both functions to moving fields.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a bundle",
+    label = "not a tuple of components or a `#[derive(Bundle)]` struct",
+    note = "a bundle is a tuple of components, `(Position, Velocity)`, or a struct with \
+            `#[derive(Bundle)]`; spawn a single component as `(value,)`, and mark a field \
+            `#[bundle]` only when its type is such a struct or tuple"
+)]
+pub trait DerivedBundle: Send + Sync + 'static {
+    /// The tuple of components the struct is stored as.
+    type Tuple: Bundle;
+
+    /// The struct's components as the tuple.
+    fn into_tuple(self) -> Self::Tuple;
+
+    /// The struct back from the tuple (after `world.remove::<Self>(entity)`).
+    fn from_tuple(tuple: Self::Tuple) -> Self;
+}
+
+impl<T: DerivedBundle> Bundle for T {}
+
+/// Runs a bundle conversion where unwinding is not allowed (a table row is being written or
+/// read): a panic aborts the process instead.
+#[inline(always)]
+fn convert_without_unwinding<R>(convert: impl FnOnce() -> R) -> R {
+    struct AbortOnUnwind;
+    impl Drop for AbortOnUnwind {
+        fn drop(&mut self) {
+            eprintln!(
+                "a `DerivedBundle` conversion panicked while its table row was being written or \
+                 read; aborting, since unwinding would leave the row half-initialised"
+            );
+            std::process::abort();
+        }
+    }
+    let guard = AbortOnUnwind;
+    let value = convert();
+    std::mem::forget(guard);
+    value
+}
+
+// Every method delegates to the tuple's, whose contracts are the same; the conversions
+// cannot unwind out of a half-written or half-read row (`convert_without_unwinding`).
+impl<T: DerivedBundle> sealed::BundleStorage for T {
+    fn component_ids(components: &mut Components, out: &mut Vec<ComponentId>) {
+        T::Tuple::component_ids(components, out);
+    }
+
+    const FIELDS: usize = <T::Tuple as sealed::BundleStorage>::FIELDS;
+
+    type Columns = <T::Tuple as sealed::BundleStorage>::Columns;
+
+    #[inline]
+    unsafe fn columns(table: &mut Table, columns: &[u32]) -> Self::Columns {
+        // SAFETY: the tuple stores the same fields in the same order (the caller's contract).
+        unsafe { T::Tuple::columns(table, columns) }
+    }
+
+    #[inline]
+    unsafe fn write_at(self, columns: Self::Columns, row: usize, tick: Tick) {
+        let tuple = convert_without_unwinding(|| self.into_tuple());
+        // SAFETY: the caller's contract, for the same fields in the same order.
+        unsafe { tuple.write_at(columns, row, tick) }
+    }
+
+    #[inline]
+    unsafe fn write_or_replace(
+        self,
+        table: &mut Table,
+        columns: &[u32],
+        replaced: &[bool],
+        row: usize,
+        tick: Tick,
+    ) {
+        let tuple = convert_without_unwinding(|| self.into_tuple());
+        // SAFETY: the caller's contract, for the same fields in the same order.
+        unsafe { tuple.write_or_replace(table, columns, replaced, row, tick) }
+    }
+
+    #[inline]
+    unsafe fn take_at(table: &Table, columns: &[u32], row: usize) -> Self {
+        // SAFETY: the caller's contract, for the same fields in the same order.
+        let tuple = unsafe { T::Tuple::take_at(table, columns, row) };
+        convert_without_unwinding(|| T::from_tuple(tuple))
+    }
+
+    #[inline]
+    fn has_type(type_id: TypeId) -> bool {
+        T::Tuple::has_type(type_id)
+    }
+}
+
+/// A tuple with one more element at its end: how `#[derive(Bundle)]` flattens a nested
+/// bundle's tuple into its own ([`TupleConcat`]). Implemented for tuples of up to 15
+/// elements (a bundle holds at most 16 components).
+#[diagnostic::on_unimplemented(
+    message = "a bundle holds at most 16 components",
+    label = "this bundle, nested bundles flattened, has more",
+    note = "split the struct into two bundles and insert the second one separately"
+)]
+pub trait TuplePush<T> {
+    /// `Self` with `T` appended.
+    type Output;
+
+    /// Appends `value`.
+    fn push(self, value: T) -> Self::Output;
+
+    /// Splits the last element off again.
+    fn pop(output: Self::Output) -> (Self, T)
+    where
+        Self: Sized;
+}
+
+/// The tuple of `Self`'s elements followed by `Rhs`'s: how `#[derive(Bundle)]` flattens a
+/// nested bundle's tuple into its own.
+pub trait TupleConcat<Rhs> {
+    /// `Self`'s elements, then `Rhs`'s.
+    type Output;
+
+    /// Joins the two tuples.
+    fn concat(self, rhs: Rhs) -> Self::Output;
+
+    /// Splits a joined tuple back into its two parts.
+    fn split(output: Self::Output) -> (Self, Rhs)
+    where
+        Self: Sized;
+}
+
+macro_rules! tuple_push {
+    ($($name:ident $index:tt),*) => {
+        impl<$($name,)* Last> TuplePush<Last> for ($($name,)*) {
+            type Output = ($($name,)* Last,);
+
+            #[inline(always)]
+            fn push(self, value: Last) -> Self::Output {
+                ($(self.$index,)* value,)
+            }
+
+            #[inline(always)]
+            #[allow(non_snake_case)]
+            fn pop(output: Self::Output) -> (Self, Last) {
+                let ($($name,)* last,) = output;
+                (($($name,)*), last)
+            }
+        }
+    };
+}
+
+tuple_push!();
+tuple_push!(A 0);
+tuple_push!(A 0, B 1);
+tuple_push!(A 0, B 1, C 2);
+tuple_push!(A 0, B 1, C 2, D 3);
+tuple_push!(A 0, B 1, C 2, D 3, E 4);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+tuple_push!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+
+impl<L> TupleConcat<()> for L {
+    type Output = L;
+
+    #[inline(always)]
+    fn concat(self, (): ()) -> L {
+        self
+    }
+
+    #[inline(always)]
+    fn split(output: L) -> (L, ()) {
+        (output, ())
+    }
+}
+
+// `L ++ (H, R..)` is `(L ++ (H,)) ++ (R..)`: one push, then the rest.
+macro_rules! tuple_concat {
+    ($head:ident $(, $rest:ident)*) => {
+        impl<L, $head, $($rest),*> TupleConcat<($head, $($rest,)*)> for L
+        where
+            L: TuplePush<$head>,
+            L::Output: TupleConcat<($($rest,)*)>,
+        {
+            type Output = <L::Output as TupleConcat<($($rest,)*)>>::Output;
+
+            #[inline(always)]
+            #[allow(non_snake_case)]
+            fn concat(self, ($head, $($rest,)*): ($head, $($rest,)*)) -> Self::Output {
+                self.push($head).concat(($($rest,)*))
+            }
+
+            #[inline(always)]
+            #[allow(non_snake_case)]
+            fn split(output: Self::Output) -> (L, ($head, $($rest,)*)) {
+                let (pushed, ($($rest,)*)) = <L::Output as TupleConcat<($($rest,)*)>>::split(output);
+                let (left, $head) = L::pop(pushed);
+                (left, ($head, $($rest,)*))
+            }
+        }
+    };
+}
+
+tuple_concat!(A);
+tuple_concat!(A, B);
+tuple_concat!(A, B, C);
+tuple_concat!(A, B, C, D);
+tuple_concat!(A, B, C, D, E);
+tuple_concat!(A, B, C, D, E, F);
+tuple_concat!(A, B, C, D, E, F, G);
+tuple_concat!(A, B, C, D, E, F, G, H);
+tuple_concat!(A, B, C, D, E, F, G, H, I);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K, M);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K, M, N);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K, M, N, O);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K, M, N, O, P);
+tuple_concat!(A, B, C, D, E, F, G, H, I, J, K, M, N, O, P, Q);
 
 pub(crate) mod sealed {
     use super::*;

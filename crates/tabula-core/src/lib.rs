@@ -71,6 +71,11 @@ mod world;
 
 pub use archetype::Archetype;
 pub use bundle::Bundle;
+// What `#[derive(Bundle)]` implements, and the tuple plumbing its flattening of nested
+// bundles uses (public only for the generated code).
+pub use bundle::DerivedBundle;
+#[doc(hidden)]
+pub use bundle::{TupleConcat, TuplePush};
 pub use change::{CHECK_TICK_THRESHOLD, LastRun, MAX_CHANGE_AGE, Mut, Ref, Tick};
 #[doc(hidden)]
 pub use command::parallel::with_fresh_command_context;
