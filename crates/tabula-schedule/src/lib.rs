@@ -63,6 +63,7 @@ pub use config::{
 };
 pub use executor::ExecutorKind;
 pub use graph::{ConditionWrite, ScheduleBuildError};
+pub use param::ParamSet;
 pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,
@@ -85,5 +86,6 @@ pub mod prelude {
         CommandsRunSystem, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet,
         WorldSystems, apply_deferred,
     };
+    pub use crate::ParamSet;
     pub use crate::Scratch;
 }

@@ -19,10 +19,12 @@ use tabula_core::{
 use crate::access::SystemAccess;
 
 mod deferred;
+mod param_set;
 mod removed;
 mod scratch;
 
 pub use deferred::{EventReader, EventWriter, ParallelCommands};
+pub use param_set::ParamSet;
 pub use removed::RemovedComponents;
 pub use scratch::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 
@@ -236,7 +238,14 @@ impl std::fmt::Display for Described<'_> {
 ///
 /// # Safety
 /// `init_state` must declare (through `meta`) every access `get_param` makes, and
-/// `get_param` must make no other.
+/// `get_param` must make no other. `Item<'w, 's>` must be `Self` with other lifetimes (so the
+/// same impl, declaring the same access): a `ParamSet` fetches its members as their items.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a system parameter",
+    label = "not a system parameter",
+    note = "parameters are `Query`, `Res`, `ResMut`, `Local`, `Commands`, `EventReader`, `EventWriter`, \
+            `&World`, ..., tuples and `ParamSet`s of them, and structs with `#[derive(SystemParam)]`"
+)]
 pub unsafe trait SystemParam: Sized {
     /// Built once per system; lives as long as the system.
     type State: Send + Sync + 'static;
