@@ -54,6 +54,10 @@
 //! ```
 
 pub use tabula_core::*;
+// The derives: `#[derive(SystemParam)]` (the trait is `schedule::SystemParam`) and
+// `#[derive(Bundle)]` (implementing `DerivedBundle`, through which the struct is a `Bundle`).
+// Each shares its trait's name, in the macro namespace only.
+pub use tabula_macros::{Bundle, SystemParam};
 
 /// Systems and the parallel scheduler: [`Schedule`](schedule::Schedule), the system
 /// parameters ([`Query`](schedule::Query), [`Res`](schedule::Res), ...), ordering and sets.
@@ -86,4 +90,6 @@ pub mod prelude {
         Parent, Ref, ResourceError, With, Without, World,
     };
     pub use tabula_schedule::prelude::*;
+    // The derives (`Bundle` also names the trait above, in the macro namespace only).
+    pub use tabula_macros::{Bundle, SystemParam};
 }
