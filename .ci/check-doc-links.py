@@ -164,6 +164,8 @@ def unlinked_types(pieces, outer_generics, is_decl):
                     continue  # an associated item: `D::Item`, `<T as X>::Out`
                 if re.match(r"\s*=(?!=)", full[at + len(name):]):
                     continue  # an associated type binding: `Iterator<Item = T>`
+                if before.rstrip().endswith("#[derive("):
+                    continue  # a derive macro's declaration: `#[derive(Name)]`
                 prev = IDENT.findall(before[-40:])
                 if prev and prev[-1] in DECLARING and re.search(r"\b%s\s+$" % prev[-1], before):
                     continue  # the declared item itself, or `type Item`, `const EMPTY`
