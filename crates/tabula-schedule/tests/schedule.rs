@@ -255,8 +255,8 @@ fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
     assert!(message.contains("` on `Position`"), "{message}");
     assert_eq!(
         conflict_advice(&message),
-        "Add a `Without<..>` filter to one query so they cannot match the same entity, or merge \
-         them into one parameter."
+        "Add a `Without<..>` filter to one query so they cannot match the same entity, merge them into one \
+         parameter, or put both in a `ParamSet` to use them one at a time."
     );
     // When one query requires a component the other does not touch, the advice names it.
     fn player_and_all(_players: Query<(&mut Position, &Player)>, _all: Query<&Position>) {}
@@ -266,7 +266,7 @@ fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
         conflict_advice(&message),
         format!(
             "One requires `{player}`: add `Without<{player}>` to the other so they cannot match \
-             the same entity, or merge them into one parameter."
+             the same entity, merge them into one parameter, or put both in a `ParamSet` to use them one at a time."
         )
     );
 }
@@ -297,8 +297,8 @@ fn overlapping_or_filters_are_told_why_they_do_not_separate_the_queries() {
     assert_eq!(
         conflict_advice(&message),
         format!(
-            "{FILTERS_DO_NOT_PROVE}Add `Without<{enemy}>` to `{others}`, or merge them into one \
-             parameter."
+            "{FILTERS_DO_NOT_PROVE}Add `Without<{enemy}>` to `{others}`, merge them into one \
+             parameter, or put both in a `ParamSet` to use them one at a time."
         )
     );
     // Two `Or`s whose branches overlap: the second's `Player` branch meets the first's.
@@ -311,8 +311,8 @@ fn overlapping_or_filters_are_told_why_they_do_not_separate_the_queries() {
     assert_eq!(
         conflict_advice(&message),
         format!(
-            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, or \
-             merge them into one parameter."
+            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, \
+             merge them into one parameter, or put both in a `ParamSet` to use them one at a time."
         ),
         "no single `Without` closes both `Or`s"
     );
@@ -329,7 +329,7 @@ fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_th
         conflict_advice(&message),
         format!(
             "{FILTERS_DO_NOT_PROVE}One requires `{player}`: add `Without<{player}>` to the other, \
-             or merge them into one parameter."
+             merge them into one parameter, or put both in a `ParamSet` to use them one at a time."
         )
     );
     // Only exclusions, nothing required: requiring what one excludes separates them.
@@ -343,8 +343,8 @@ fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_th
     assert_eq!(
         conflict_advice(&message),
         format!(
-            "{FILTERS_DO_NOT_PROVE}One excludes `{frozen}`: add `With<{frozen}>` to the other, or \
-             merge them into one parameter."
+            "{FILTERS_DO_NOT_PROVE}One excludes `{frozen}`: add `With<{frozen}>` to the other, \
+             merge them into one parameter, or put both in a `ParamSet` to use them one at a time."
         )
     );
     // Both require the same marker: neither can exclude it.
@@ -353,8 +353,8 @@ fn with_and_without_on_unrelated_components_are_told_why_they_do_not_separate_th
     assert_eq!(
         conflict_advice(&message),
         format!(
-            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, or \
-             merge them into one parameter."
+            "{FILTERS_DO_NOT_PROVE}Add `With<C>` to one query and `Without<C>` to the other, \
+             merge them into one parameter, or put both in a `ParamSet` to use them one at a time."
         )
     );
 }

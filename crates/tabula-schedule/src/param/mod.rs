@@ -131,7 +131,9 @@ impl SystemMeta {
                     name,
                 )
             } else {
-                "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say).".into()
+                "Merge them into one parameter (one `ResMut` instead of a `Res` and a `ResMut`, say), \
+                 or put both in a `ParamSet` to use them one at a time."
+                    .into()
             };
             panic!(
                 "{}: parameter `{}` conflicts with parameter `{}` on `{}`: one of them \
@@ -215,10 +217,14 @@ fn query_advice(
         format!(
             "Their filters do not prove them disjoint: one must require a component (through \
              `With<C>`, `&C` or `&mut C`, or every branch of an `Or`) that the other excludes \
-             with `Without<C>`. {fix}, or merge them into one parameter."
+             with `Without<C>`. {fix}, merge them into one parameter, or put both in a \
+             `ParamSet` to use them one at a time."
         )
     } else {
-        format!("{fix} so they cannot match the same entity, or merge them into one parameter.")
+        format!(
+            "{fix} so they cannot match the same entity, merge them into one parameter, or put \
+             both in a `ParamSet` to use them one at a time."
+        )
     }
 }
 
