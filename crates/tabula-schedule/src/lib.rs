@@ -63,13 +63,13 @@ pub use config::{
 };
 pub use executor::ExecutorKind;
 pub use graph::{ConditionWrite, ScheduleBuildError};
+pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use param::ParamSet;
 pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
     RunTicks, SystemMeta, SystemParam, SystemParamItem,
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
-pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
@@ -81,11 +81,11 @@ pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
 
 /// The names system code uses every day.
 pub mod prelude {
-    pub use crate::{
-        CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs, IntoSystemConfigs, Local,
-        CommandsRunSystem, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule, SystemSet,
-        WorldSystems, apply_deferred,
-    };
     pub use crate::ParamSet;
     pub use crate::Scratch;
+    pub use crate::{
+        CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs,
+        IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,
+        SystemSet, WorldSystems, apply_deferred,
+    };
 }
