@@ -1,22 +1,28 @@
-//! The checking machinery behind tabula's fuzzer, its model-based sequences and its soak.
+//! The checking machinery behind tabula's fuzzer, its model-based tests and its soak: one
+//! reference model, one set of component types, one RNG and one checker, which
+//! tabula-core's model test (`crates/tabula-core/tests/model.rs`, a thin driver of
+//! [`Harness`] under Miri too) shares with the fuzz target, this crate's seeded sequences and
+//! the soak.
 //!
 //! * [`Model`] is the naive reference: a map from entity to a row of optional component
-//!   values, plus the events the world should hold.
+//!   values, plus the events and removal logs the world should hold.
 //! * [`Op`] is one call (or a few) on the public API — spawns of several bundle shapes,
-//!   inserts, removes, despawns, `get_mut` writes, queries (`iter`, `for_each`,
+//!   `spawn_at`, inserts, removes, despawns, `get_mut` writes, removal tracking, passes of
+//!   queries kept across steps (`iter`, `get`, `for_each`, `for_each_chunk`,
 //!   `par_for_each`), schedule runs whose systems record commands, panic or send and read
 //!   events (on either of two worlds, under run conditions the op opens or closes), and
 //!   direct event calls. Ops decode from bytes, so a libFuzzer input and a seeded random
-//!   stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back.
+//!   stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back, and
+//!   [`direct_op`] draws a weighted mix of the direct ones for drivers that pick their own.
 //! * [`Harness`] applies an op to a world and to its model, checking each result and that
 //!   the op panicked exactly when it had to (components whose `Drop` panics, systems that
 //!   panic). It keeps two worlds, each with its own model, and the same schedules move
 //!   between them (see [`harness`]).
 //! * [`Checker`] compares everything observable with the model: every live entity's
-//!   components and values, dead ids, archetype contents, queries of every kind, and the
-//!   drop accounting of the counting types; the harness adds each world's events and its
-//!   reservation lanes and entity slots, which must stay bounded however often schedules
-//!   move between the worlds.
+//!   components and values, dead ids, `World::view`, archetype contents, queries of every
+//!   kind, the removal logs, and the drop accounting of the counting types; the harness
+//!   adds each world's events and its reservation lanes and entity slots, which must stay
+//!   bounded however often schedules move between the worlds.
 //!
 //! The fuzz target (`fuzz/fuzz_targets/api.rs`) calls [`run_bytes`]; the regression corpus
 //! (`corpus/`) and the seeded sequences run through the same function in this crate's tests;
@@ -25,6 +31,7 @@
 mod check;
 mod components;
 pub mod harness;
+mod mix;
 mod model;
 mod ops;
 mod source;
@@ -37,6 +44,7 @@ pub use components::{
 pub use harness::{
     Harness, MAX_OPS_PER_INPUT, Ping, Stats, decode_all, install_panic_hook, run_bytes, run_seed,
 };
+pub use mix::direct_op;
 pub use model::{EMPTY_ROW, EventModel, Model, Row, row_mask};
-pub use ops::{CmdOp, CmdTarget, MAX_DECODED_CMDS, Op, Target, encode_all};
+pub use ops::{CmdOp, CmdTarget, MAX_DECODED_CMDS, Op, PAR_QUERY, QUERIES, Target, encode_all};
 pub use source::{Bytes, Rng, Source};

@@ -1,4 +1,5 @@
-//! The naive reference: a map from entity to row, plus the events the world should hold.
+//! The naive reference: a map from entity to row, plus the events and removal logs the world
+//! should hold.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -23,7 +24,12 @@ pub fn row_mask(row: &Row) -> u16 {
 }
 
 /// What the world should hold: live entities with their rows, reservations not yet
-/// flushed, recently despawned ids, and events.
+/// flushed, recently despawned ids, events, and the removal logs of the tracked kinds.
+///
+/// Every id the world hands out (a spawn's, a reservation's) goes through
+/// [`spawn`](Self::spawn) or [`reserve`](Self::reserve), which assert that it is new: its
+/// generation is above that of every id issued before at its slot index, so no id is ever
+/// handed out twice (kept per slot, so the memory stays bounded by the slot count).
 #[derive(Debug, Default)]
 pub struct Model {
     rows: HashMap<Entity, Row>,
@@ -33,6 +39,8 @@ pub struct Model {
     index: HashMap<Entity, usize>,
     pending: Vec<Entity>,
     dead: VecDeque<Entity>,
+    /// Per slot index, the generation of the last id issued there (0: none yet).
+    issued: Vec<u32>,
     /// The highest slot index of any entity that was live (a reservation's counts once it
     /// is flushed: before, its slot need not exist yet).
     highest_index: Option<u32>,
@@ -43,6 +51,8 @@ pub struct Model {
     burst: usize,
     /// The `Ping` events the world's `Events<Ping>` should hold, and its readers.
     pub events: EventModel,
+    /// Per kind, the removal log the world should hold, when the kind is tracked.
+    removals: [Option<EventModel<Entity>>; KINDS],
 }
 
 impl Model {
@@ -71,12 +81,13 @@ impl Model {
         self.rows.get(&entity)
     }
 
-    /// The row of a live entity, to change.
+    /// The row of a live entity, to change. Setting a slot to `None` through it is not a
+    /// removal the log sees: use [`take`](Self::take) for that.
     pub fn row_mut(&mut self, entity: Entity) -> Option<&mut Row> {
         self.rows.get_mut(&entity)
     }
 
-    /// Every live row, to change.
+    /// Every live row, to change (values only; see [`row_mut`](Self::row_mut)).
     pub fn rows_mut(&mut self) -> impl Iterator<Item = (Entity, &mut Row)> + '_ {
         self.rows.iter_mut().map(|(&e, row)| (e, row))
     }
@@ -91,13 +102,29 @@ impl Model {
         &self.pending
     }
 
-    /// The most recently despawned ids (a bounded window).
-    pub fn recent_dead(&self) -> impl Iterator<Item = Entity> + '_ {
+    /// The most recently despawned ids (a bounded window), oldest first.
+    pub fn recent_dead(&self) -> impl DoubleEndedIterator<Item = Entity> + ExactSizeIterator + '_ {
         self.dead.iter().copied()
     }
 
-    /// Records a reservation; it becomes a live entity with no components at the next flush.
+    /// Records that the world handed `entity` out: it must be new (see [`Model`]).
+    fn issue(&mut self, entity: Entity) {
+        let index = entity.index() as usize;
+        if self.issued.len() <= index {
+            self.issued.resize(index + 1, 0);
+        }
+        let last = self.issued[index];
+        assert!(
+            entity.generation() > last,
+            "{entity:?} was handed out, but generation {last} of slot {index} was issued before it"
+        );
+        self.issued[index] = entity.generation();
+    }
+
+    /// Records a reservation (a new id); it becomes a live entity with no components at the
+    /// next flush.
     pub fn reserve(&mut self, entity: Entity) {
+        self.issue(entity);
         self.pending.push(entity);
         self.burst = self.burst.max(self.pending.len());
         self.peak = self.peak.max(self.ids.len() + self.pending.len());
@@ -126,12 +153,17 @@ impl Model {
     /// What every structural world operation does first: reservations become entities.
     pub fn flush(&mut self) {
         for entity in std::mem::take(&mut self.pending) {
-            self.spawn(entity, EMPTY_ROW);
+            self.place(entity, EMPTY_ROW);
         }
     }
 
-    /// Records a new live entity.
+    /// Records a new live entity with a new id (see [`Model`]).
     pub fn spawn(&mut self, entity: Entity, row: Row) {
+        self.issue(entity);
+        self.place(entity, row);
+    }
+
+    fn place(&mut self, entity: Entity, row: Row) {
         let old = self.rows.insert(entity, row);
         assert!(old.is_none(), "{entity:?} was spawned twice");
         self.index.insert(entity, self.ids.len());
@@ -140,7 +172,8 @@ impl Model {
         self.peak = self.peak.max(self.ids.len() + self.pending.len());
     }
 
-    /// Records a despawn; returns the row.
+    /// Records a despawn (logged as a removal of every tracked kind the entity held);
+    /// returns the row.
     pub fn kill(&mut self, entity: Entity) -> Row {
         let row = self.rows.remove(&entity).expect("killed entity was live");
         let at = self.index.remove(&entity).expect("live entities are indexed");
@@ -152,32 +185,81 @@ impl Model {
             self.dead.pop_front();
         }
         self.dead.push_back(entity);
+        for (kind, value) in row.iter().enumerate() {
+            if value.is_some()
+                && let Some(log) = &mut self.removals[kind]
+            {
+                log.send(entity);
+            }
+        }
         row
+    }
+
+    /// Removes component kind `kind` from live `entity` (logged when the kind is tracked);
+    /// returns its value, `None` when the entity lacks it (or is not live).
+    pub fn take(&mut self, entity: Entity, kind: usize) -> Option<Value> {
+        let value = self.rows.get_mut(&entity)?[kind].take()?;
+        if let Some(log) = &mut self.removals[kind] {
+            log.send(entity);
+        }
+        Some(value)
     }
 
     /// How many live entities hold component kind `kind`.
     pub fn count_of(&self, kind: usize) -> usize {
         self.rows.values().filter(|row| row[kind].is_some()).count()
     }
+
+    /// `World::track_removals` of kind `kind`: from now on its removals are logged. Calling it
+    /// again changes nothing.
+    pub fn track_removals(&mut self, kind: usize) {
+        self.removals[kind].get_or_insert_with(EventModel::default);
+    }
+
+    /// The removal log the world should hold for kind `kind`; `None` when it is not tracked.
+    pub fn removal_log(&self, kind: usize) -> Option<&EventModel<Entity>> {
+        self.removals[kind].as_ref()
+    }
+
+    /// `World::update_events` (which a completed schedule run calls too): ages the events
+    /// and every removal log.
+    pub fn update_events(&mut self) {
+        self.events.update();
+        for log in self.removals.iter_mut().flatten() {
+            log.update();
+        }
+    }
 }
 
-/// What one `Events<Ping>` resource should hold, and what each of its readers has seen.
+/// What one `Events<T>` should hold (the world's `Events<Ping>`, as `u32` values, or a
+/// removal log), and what each of its readers has seen.
 ///
 /// An event sent before the `n`-th update is readable until the `n + 1`-th: updates drop the
 /// older of the two buffers. A reader sees each event at most once, in order.
-#[derive(Debug, Default)]
-pub struct EventModel {
+#[derive(Debug)]
+pub struct EventModel<T = u32> {
     next_id: u64,
     epoch: u64,
     /// `(id, value, epoch when sent)`, oldest first.
-    buffered: VecDeque<(u64, u32, u64)>,
+    buffered: VecDeque<(u64, T, u64)>,
     /// Per reader, the id of the first event it has not seen.
     cursors: Vec<u64>,
 }
 
-impl EventModel {
+impl<T> Default for EventModel<T> {
+    fn default() -> Self {
+        Self {
+            next_id: 0,
+            epoch: 0,
+            buffered: VecDeque::new(),
+            cursors: Vec::new(),
+        }
+    }
+}
+
+impl<T: Clone> EventModel<T> {
     /// An event is sent.
-    pub fn send(&mut self, value: u32) {
+    pub fn send(&mut self, value: T) {
         self.buffered.push_back((self.next_id, value, self.epoch));
         self.next_id += 1;
     }
@@ -204,6 +286,11 @@ impl EventModel {
         self.buffered.is_empty()
     }
 
+    /// The events held, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.buffered.iter().map(|(_, value, _)| value)
+    }
+
     /// Reader `reader` starts again with a fresh cursor (its system was initialised anew, for
     /// a schedule that comes to this world from another): its next read sees every event
     /// still held.
@@ -214,14 +301,14 @@ impl EventModel {
     }
 
     /// Reader `reader` reads: the values it has not seen yet, oldest first.
-    pub fn read(&mut self, reader: usize) -> Vec<u32> {
+    pub fn read(&mut self, reader: usize) -> Vec<T> {
         if self.cursors.len() <= reader {
             self.cursors.resize(reader + 1, 0);
         }
         let cursor = self.cursors[reader];
         let seen = (self.buffered.iter())
             .filter(|&&(id, _, _)| id >= cursor)
-            .map(|&(_, value, _)| value)
+            .map(|(_, value, _)| value.clone())
             .collect();
         self.cursors[reader] = self.next_id;
         seen

@@ -17,6 +17,19 @@ pub enum Op {
         /// Seed of the component values.
         seed: u16,
     },
+    /// `World::spawn_at`: gives an entity its components, which is refused unless it is a
+    /// live entity with none (a flushed reservation).
+    SpawnAt {
+        /// The entity, unless `fresh`.
+        target: Target,
+        /// Reserve a new id with `World::reserve_entity` first and aim at it (the
+        /// reserve-then-`spawn_at` pattern of deferred spawns).
+        fresh: bool,
+        /// Bundle shape.
+        shape: u8,
+        /// Seed of the component values.
+        seed: u16,
+    },
     /// `World::spawn_batch` of `count` bundles of one shape.
     SpawnBatch {
         /// Bundle shape.
@@ -26,7 +39,7 @@ pub enum Op {
         /// Seed of the component values.
         seed: u16,
     },
-    /// `World::insert` of a bundle.
+    /// `World::insert` of a bundle, or `EntityMut::insert` through `World::entity_mut`.
     Insert {
         /// The entity.
         target: Target,
@@ -34,6 +47,8 @@ pub enum Op {
         shape: u8,
         /// Seed of the component values.
         seed: u16,
+        /// Through `World::entity_mut` (opcode 4) instead of `World::insert` (opcode 3).
+        entity_mut: bool,
     },
     /// `World::insert_one` of one component; with `armed`, a `Bomb` inserted this way makes
     /// the value it drops (the one it replaces, or itself when the entity is dead) panic.
@@ -51,7 +66,8 @@ pub enum Op {
     Remove {
         /// The entity.
         target: Target,
-        /// Bundle shape.
+        /// Bundle shape; with bit 7 set, one of the shapes the entity holds whole (the
+        /// `shape & 0x7f`-th, modulo how many), so that the removal succeeds.
         shape: u8,
     },
     /// `World::remove_one` of one component.
@@ -67,6 +83,15 @@ pub enum Op {
         target: Target,
         /// Arm the bomb fuse first.
         armed: bool,
+    },
+    /// Writes through fields of the values `World::get_mut`, `World::view_mut` and
+    /// `EntityMut::get_mut` hand out: `Hp`, `Name`, `Wide`, `Small` and `Tracked` change in
+    /// place. For an entity that is not live, `get_mut` must refuse it.
+    Edit {
+        /// The entity.
+        target: Target,
+        /// How much the values change.
+        delta: u8,
     },
     /// A whole-value write through `World::get_mut` (or `World::view_mut`).
     Overwrite {
@@ -90,10 +115,17 @@ pub enum Op {
         /// Seed of the component values (and of the entities of a list of a few).
         seed: u16,
     },
-    /// `World::reserve_entities`: ids that become empty entities at the next flush.
+    /// `World::reserve_entities` (or, with bit 2 of `count` set, `World::reserve_entity`
+    /// once per id): ids that become empty entities at the next flush.
     Reserve {
-        /// How many (taken modulo 4).
+        /// How many (bits 0-1), and one at a time (bit 2).
         count: u8,
+    },
+    /// `World::track_removals` of one component kind: from then on the world logs which
+    /// entities lose it, which the check compares with the model's log.
+    TrackRemovals {
+        /// Component kind, modulo [`KINDS`](crate::KINDS).
+        kind: u8,
     },
     /// `World::flush`.
     Flush,
@@ -102,10 +134,9 @@ pub enum Op {
         /// Arm the bomb fuse first.
         armed: bool,
     },
-    /// A query kept across steps: 0 reads with `iter`, 1 writes with `for_each`, 2 writes
-    /// with `par_for_each`.
+    /// A pass of a query kept across steps (see [`QUERIES`] for which is which).
     Query {
-        /// Which query (modulo 3).
+        /// Which query pass, modulo [`QUERIES`].
         which: u8,
     },
     /// Runs a schedule whose command system records `cmds`, on the harness's first world or
@@ -179,6 +210,26 @@ pub enum CmdOp {
     },
 }
 
+/// How many [`Op::Query`] passes there are, each on a query kept across steps (so that it
+/// matches new archetypes incrementally and reuses its run plan):
+///
+/// * 0: `(Entity, &Pos, Option<&Small>)` read with `iter`, `count`, and `get` of every live
+///   entity, of the 8 most recent dead, of the reservations and of another world's id;
+/// * 1: `(Entity, &mut Hp), Without<Tag>` written with `for_each`, three times (at a new
+///   archetype, the first pass walks the archetypes, the second makes a run plan, the third
+///   reads it);
+/// * 2: `(Entity, &mut Wide), With<Name>` written with `par_for_each` (on rayon's threads);
+/// * 3: the same query written with `for_each_chunk`, three times;
+/// * 4: `(Entity, &Tracked, Has<Tag>), Or<(With<Small>, Without<Pos>)>` read with `for_each`,
+///   three times;
+/// * 5: the query of 1 written with `get_mut`, for every live entity.
+///
+/// Every pass but 2 runs on the calling thread.
+pub const QUERIES: u8 = 6;
+
+/// The [`Op::Query`] pass that starts rayon's threads (`par_for_each`); see [`QUERIES`].
+pub const PAR_QUERY: u8 = 2;
+
 /// At most this many commands per run, and events per run, decode from bytes.
 pub const MAX_DECODED_CMDS: u8 = 8;
 
@@ -251,7 +302,8 @@ impl CmdOp {
 }
 
 /// Opcodes: the first byte of an operation without its high bit, modulo [`OPCODES`]; the
-/// high bit arms the bomb fuse where that means something.
+/// high bit arms the bomb fuse where that means something (and makes a `SpawnAt` `fresh`
+/// and a `Batch` an insert).
 const OPCODES: u8 = 20;
 
 /// The one opcode byte (without the high bit) that clears the world.
@@ -263,7 +315,13 @@ impl Op {
         let code = src.byte()?;
         let armed = code & 0x80 != 0;
         Some(match (code & 0x7f) % OPCODES {
-            0 | 1 => Op::Spawn {
+            0 => Op::Spawn {
+                shape: src.byte()?,
+                seed: src.u16()?,
+            },
+            1 => Op::SpawnAt {
+                target: src.u16()?,
+                fresh: armed,
                 shape: src.byte()?,
                 seed: src.u16()?,
             },
@@ -272,10 +330,11 @@ impl Op {
                 count: src.byte()?,
                 seed: src.u16()?,
             },
-            3 | 4 => Op::Insert {
+            op @ (3 | 4) => Op::Insert {
                 target: src.u16()?,
                 shape: src.byte()?,
                 seed: src.u16()?,
+                entity_mut: op == 4,
             },
             5 => Op::InsertOne {
                 target: src.u16()?,
@@ -283,17 +342,22 @@ impl Op {
                 seed: src.u16()?,
                 armed,
             },
-            6 | 7 => Op::Remove {
+            6 => Op::Remove {
                 target: src.u16()?,
                 shape: src.byte()?,
             },
+            7 => Op::TrackRemovals { kind: src.byte()? },
             8 => Op::RemoveOne {
                 target: src.u16()?,
                 kind: src.byte()?,
             },
-            9 | 10 => Op::Despawn {
+            9 => Op::Despawn {
                 target: src.u16()?,
                 armed,
+            },
+            10 => Op::Edit {
+                target: src.u16()?,
+                delta: src.byte()?,
             },
             11 => Op::Overwrite {
                 target: src.u16()?,
@@ -348,12 +412,28 @@ impl Op {
                 out.extend([0, *shape]);
                 out.extend(seed.to_le_bytes());
             }
+            Op::SpawnAt {
+                target,
+                fresh,
+                shape,
+                seed,
+            } => {
+                out.push(1 | arm(*fresh));
+                out.extend(target.to_le_bytes());
+                out.push(*shape);
+                out.extend(seed.to_le_bytes());
+            }
             Op::SpawnBatch { shape, count, seed } => {
                 out.extend([2, *shape, *count]);
                 out.extend(seed.to_le_bytes());
             }
-            Op::Insert { target, shape, seed } => {
-                out.push(3);
+            Op::Insert {
+                target,
+                shape,
+                seed,
+                entity_mut,
+            } => {
+                out.push(if *entity_mut { 4 } else { 3 });
                 out.extend(target.to_le_bytes());
                 out.push(*shape);
                 out.extend(seed.to_le_bytes());
@@ -374,6 +454,7 @@ impl Op {
                 out.extend(target.to_le_bytes());
                 out.push(*shape);
             }
+            Op::TrackRemovals { kind } => out.extend([7, *kind]),
             Op::RemoveOne { target, kind } => {
                 out.push(8);
                 out.extend(target.to_le_bytes());
@@ -382,6 +463,11 @@ impl Op {
             Op::Despawn { target, armed } => {
                 out.push(9 | arm(*armed));
                 out.extend(target.to_le_bytes());
+            }
+            Op::Edit { target, delta } => {
+                out.push(10);
+                out.extend(target.to_le_bytes());
+                out.push(*delta);
             }
             Op::Overwrite { target, kind, seed } => {
                 out.push(11);

@@ -33,7 +33,8 @@ impl Source for Bytes<'_> {
 }
 
 /// SplitMix64: an endless, seeded byte stream (and the generator of component values), so a
-/// sequence reproduces from its seed on every platform.
+/// sequence reproduces from its seed on every platform. tabula-core's model-based tests draw
+/// from it too (`tests/common`).
 #[derive(Clone, Debug)]
 pub struct Rng(pub u64);
 
@@ -55,6 +56,11 @@ impl Rng {
     /// True with probability `percent` / 100.
     pub fn chance(&mut self, percent: usize) -> bool {
         self.below(100) < percent
+    }
+
+    /// One of `items`, uniformly; `None` when there are none.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
+        (!items.is_empty()).then(|| items[self.below(items.len())])
     }
 }
 

@@ -29,7 +29,7 @@
 
 use std::time::Instant;
 
-use tabula_check::{CmdOp, CmdTarget, Harness, MAX_ARCHETYPES, Op, Rng, SHAPES};
+use tabula_check::{CmdOp, CmdTarget, Harness, MAX_ARCHETYPES, Op, QUERIES, Rng, SHAPES};
 
 struct Args {
     ops: u64,
@@ -174,6 +174,7 @@ fn direct_op(rng: &mut Rng, live: usize, wanted: usize) -> Op {
             target: target(rng),
             shape: shape(rng),
             seed: seed(rng),
+            entity_mut: rng.chance(25),
         },
         r if r < grow + shrink + 28 => Op::InsertOne {
             target: target(rng),
@@ -183,7 +184,8 @@ fn direct_op(rng: &mut Rng, live: usize, wanted: usize) -> Op {
         },
         r if r < grow + shrink + 40 => Op::Remove {
             target: target(rng),
-            shape: shape(rng),
+            // Half of them a bundle the target holds whole.
+            shape: shape(rng) | if rng.chance(50) { 0x80 } else { 0 },
         },
         r if r < grow + shrink + 46 => Op::RemoveOne {
             target: target(rng),
@@ -243,7 +245,7 @@ fn main() {
             harness.apply(&direct_op(&mut rng, live, args.entities));
         }
         harness.apply(&Op::Query {
-            which: rng.below(3) as u8,
+            which: rng.below(usize::from(QUERIES)) as u8,
         });
         frames += 1;
         if frames.is_multiple_of(args.full_every) {

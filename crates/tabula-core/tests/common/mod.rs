@@ -1,7 +1,7 @@
 //! Shared by the model-based tests (each test file that says `mod common;`).
 
 // Each test binary uses a different subset.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use tabula_core::{Entity, World};
 
@@ -15,28 +15,7 @@ pub fn forge(world: &World, index: u32, generation: u32) -> Entity {
     Entity::from_bits(u64::from(index) | (u64::from(word) << 32)).expect("nonzero generation")
 }
 
-/// Random numbers: SplitMix64, so sequences reproduce from a seed on every platform.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`; `n > 0`.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    pub fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
-        (!items.is_empty()).then(|| items[self.below(items.len())])
-    }
-}
+/// Random numbers: SplitMix64, so sequences reproduce from a seed on every platform. The one
+/// RNG of the model-based tests, `tabula-check`'s (which the model test, the fuzzer and the
+/// soak share).
+pub use tabula_check::Rng;
