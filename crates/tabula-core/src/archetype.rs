@@ -19,6 +19,7 @@ use crate::entity::Entity;
 use crate::location::ArchetypeId;
 use crate::storage::TYPED_SLOTS;
 use crate::storage::Table;
+use crate::world::hooks::HookKind;
 
 pub(crate) use edges::{Edges, InsertEdge, RecentMove, RemoveEdge};
 pub(crate) use list::ArchetypeList;
@@ -41,9 +42,12 @@ pub struct Archetype {
     /// Some component here has its removals logged, so a despawn from this archetype records
     /// the entity ([`World::track_removals`](crate::World::track_removals)).
     pub(crate) logs_removals: bool,
-    /// Some component here has a remove hook, so a despawn from this archetype calls it first
-    /// (see `world/hooks.rs`).
+    /// Some component here has a hook that a despawn runs (`on_despawn`, `on_replace` or
+    /// `on_remove`), so a despawn from this archetype calls them first (see `world/hooks.rs`).
     pub(crate) hooked: bool,
+    /// The immutable components here, sorted (almost always none): what `get_mut` and `&mut`
+    /// query terms refuse (see [`ComponentInfo::is_immutable`](crate::ComponentInfo::is_immutable)).
+    pub(crate) immutable: Box<[ComponentId]>,
 }
 
 impl Archetype {
@@ -63,7 +67,12 @@ impl Archetype {
         let mut table = Table::new(infos.clone());
         table.index_slots(slots.map(|slot| slot.column));
         let logs_removals = components.iter().any(|&c| registry.info(c).logs_removals());
-        let hooked = components.iter().any(|&c| registry.info(c).has_remove_hook());
+        let hooked = components
+            .iter()
+            .any(|&c| registry.info(c).has_hooks(HookKind::LEAVING));
+        let immutable = (components.iter().copied())
+            .filter(|&c| registry.info(c).is_immutable())
+            .collect();
         Self {
             slots,
             overflowed,
@@ -75,7 +84,14 @@ impl Archetype {
             edges: Edges::default(),
             logs_removals,
             hooked,
+            immutable,
         }
+    }
+
+    /// True when component `id` is immutable and stored here (see `immutable`).
+    #[inline]
+    pub(crate) fn is_immutable(&self, id: ComponentId) -> bool {
+        !self.immutable.is_empty() && self.immutable.contains(&id)
     }
 
     /// This archetype's id.

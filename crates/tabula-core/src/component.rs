@@ -7,6 +7,8 @@ use std::alloc::Layout;
 use std::any::{TypeId, type_name};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::world::hooks::HookKind;
+
 /// Marker for values that can be stored as components: every `Send + Sync + 'static` type.
 /// No derive or registration is needed.
 pub trait Component: Send + Sync + 'static {}
@@ -39,9 +41,11 @@ pub struct ComponentInfo {
     type_id: TypeId,
     /// Removals of this component are logged ([`World::track_removals`](crate::World::track_removals)).
     logs_removals: bool,
-    /// The component has a remove hook (see `world/hooks.rs`): an entity losing it, by a
-    /// removal or a despawn, calls the hook first.
-    has_remove_hook: bool,
+    /// Which kinds of hook the component has, as [`HookKind`] bits (see `world/hooks.rs`).
+    hooks: u8,
+    /// Values can be replaced by insert but never changed in place
+    /// ([`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable)).
+    immutable: bool,
 }
 
 impl ComponentInfo {
@@ -71,9 +75,24 @@ impl ComponentInfo {
         self.logs_removals
     }
 
-    /// True when an entity losing this component calls a remove hook first.
-    pub(crate) fn has_remove_hook(&self) -> bool {
-        self.has_remove_hook
+    /// True when the component has at least one hook of a kind in `kinds` (a mask of
+    /// [`HookKind::bit`]s).
+    #[inline]
+    pub(crate) fn has_hooks(&self, kinds: u8) -> bool {
+        self.hooks & kinds != 0
+    }
+
+    /// True when the component has a hook of `kind`.
+    pub fn has_hook(&self, kind: HookKind) -> bool {
+        self.has_hooks(kind.bit())
+    }
+
+    /// True when values of this component are never changed in place: they can be replaced
+    /// by an insert, and every `&mut` access (`get_mut`, a `&mut T` or `Mut<T>` query term,
+    /// `view_mut`) is refused. Set with
+    /// [`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable).
+    pub fn is_immutable(&self) -> bool {
+        self.immutable
     }
 
     /// Drops a value in place; `None` when the type needs no drop.
@@ -113,7 +132,8 @@ impl Components {
             drop: std::mem::needs_drop::<T>().then_some(drop_erased::<T> as unsafe fn(*mut u8)),
             type_id,
             logs_removals: false,
-            has_remove_hook: false,
+            hooks: 0,
+            immutable: false,
         });
         self.by_type.insert(type_id, id);
         id
@@ -135,9 +155,14 @@ impl Components {
         self.infos[id.index()].logs_removals = true;
     }
 
-    /// Marks component `id` as having a remove hook (see `world/hooks.rs`).
-    pub(crate) fn set_has_remove_hook(&mut self, id: ComponentId) {
-        self.infos[id.index()].has_remove_hook = true;
+    /// Marks component `id` as having a hook of `kind` (see `world/hooks.rs`).
+    pub(crate) fn set_has_hook(&mut self, id: ComponentId, kind: HookKind) {
+        self.infos[id.index()].hooks |= kind.bit();
+    }
+
+    /// Marks component `id` immutable (see [`ComponentInfo::is_immutable`]).
+    pub(crate) fn set_immutable(&mut self, id: ComponentId) {
+        self.infos[id.index()].immutable = true;
     }
 
     /// How many component types are registered.

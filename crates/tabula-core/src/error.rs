@@ -6,6 +6,7 @@ use crate::entity::Entity;
 
 /// Why an operation on an entity was refused. The world is unchanged when one is returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EntityError {
     /// The entity was despawned, never created, or is a reservation not yet flushed.
     NoSuchEntity(Entity),
@@ -27,13 +28,13 @@ pub enum EntityError {
     },
     /// `spawn_at` was given an entity that already has components.
     AlreadySpawned(Entity),
-    /// An insert or a `get_mut` was given a [`Parent`](crate::Parent) or
-    /// [`Children`](crate::Children), which change only through the world's hierarchy
-    /// methods.
-    HierarchyComponent {
+    /// A `get_mut` (or another in-place write) asked for a component registered as
+    /// [immutable](crate::ComponentRegistration::immutable): its values are replaced by
+    /// insert, never changed in place.
+    ImmutableComponent {
         /// The entity.
         entity: Entity,
-        /// `"Parent"` or `"Children"`.
+        /// The Rust type name of the component.
         component: &'static str,
     },
     /// A spawn was refused because every entity slot of the world is live or retired (a
@@ -65,12 +66,11 @@ impl fmt::Display for EntityError {
                     "entity {entity:?} already has components; spawn_at needs a reserved, empty entity"
                 )
             }
-            Self::HierarchyComponent { entity, component } => write!(
+            Self::ImmutableComponent { entity, component } => write!(
                 f,
-                "cannot insert or change `{component}` of entity {entity:?} directly: the \
-                 hierarchy changes only through World::set_parent, remove_parent and \
-                 despawn_recursive (or the matching commands), which keep Parent and Children in \
-                 step"
+                "cannot change `{component}` of entity {entity:?} in place: the component is \
+                 immutable (its values are replaced by insert, so that its hooks see every \
+                 change); insert a new value instead"
             ),
             Self::IndexSpaceExhausted { slots } => write!(
                 f,

@@ -140,7 +140,7 @@ impl World {
     /// # Ok::<(), tabula::EntityError>(())
     /// ```
     pub fn track_removals<T: Component>(&mut self) -> ComponentId {
-        let id = self.register_component::<T>();
+        let id = self.component_id_or_register::<T>();
         self.log_removals_of(id);
         id
     }

@@ -121,7 +121,7 @@ impl World {
     /// ```
     pub fn insert_resource<R: Component>(&mut self, value: R) -> Option<R> {
         let now = self.change_tick();
-        let id = self.register_component::<R>();
+        let id = self.component_id_or_register::<R>();
         let slots = &mut self.resources_mut().slots;
         if slots.len() <= id.index() {
             slots.resize_with(id.index() + 1, || None);
@@ -278,7 +278,7 @@ impl World {
 
     /// The id under which resource type `R` is tracked in accesses (registering it).
     pub fn register_resource<R: Component>(&mut self) -> ComponentId {
-        self.register_component::<R>()
+        self.component_id_or_register::<R>()
     }
 }
 

@@ -14,6 +14,7 @@
 mod batch;
 mod entity_ref;
 pub(crate) mod hooks;
+mod registration;
 mod spawn_batch;
 mod structural;
 mod tags;
@@ -37,6 +38,8 @@ use crate::resource::Resources;
 use crate::storage::drop_each;
 
 pub use entity_ref::{EntityMut, EntityRef};
+pub use hooks::{HookContext, HookKind, HookWorld};
+pub use registration::ComponentRegistration;
 pub use spawn_batch::SpawnBatch;
 pub use unsafe_cell::UnsafeWorldCell;
 pub use view::{View, ViewMut};
@@ -215,7 +218,8 @@ impl World {
             next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
             hooks: hooks::Hooks::default(),
         };
-        crate::hierarchy::install_hooks(&mut world);
+        // Built-in registrations: the hierarchy's relationship hooks.
+        crate::hierarchy::register(&mut world);
         world
     }
 
@@ -227,17 +231,31 @@ impl World {
     /// assert!(world.has::<u8>(e) && world.has::<f32>(e));
     /// ```
     ///
+    /// The components' `on_add` and `on_insert` [hooks](crate::HookKind) run once the
+    /// entity holds them all.
+    ///
     /// # Panics
-    /// When `B` lists a component type twice, or holds a [`Parent`](crate::Parent) or
-    /// [`Children`](crate::Children) (spawn without it, then call
-    /// [`set_parent`](Self::set_parent)): mistakes in the calling code. Also when every
+    /// When `B` lists a component type twice: a mistake in the calling code. Also when every
     /// entity slot is in use, leaving the world unchanged: [`try_spawn`](Self::try_spawn)
     /// returns that as an error.
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.flush();
         let edge = self.spawn_edge::<B>();
-        self.spawn_along(edge, bundle)
+        let entity = self.spawn_along(edge, bundle);
+        self.after_spawn(entity, edge);
+        entity
+    }
+
+    /// Runs the hooks of a spawn along `edge`, if its bundle has any, and applies their
+    /// commands.
+    #[inline(always)]
+    fn after_spawn(&mut self, entity: Entity, edge: usize) {
+        // SAFETY: `edge` came from `spawn_edge` (edges are never removed).
+        if unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.hooked {
+            self.run_inserted_hooks(entity, edge);
+            self.apply_hook_commands();
+        }
     }
 
     /// As [`spawn`](Self::spawn), but returns [`EntityError::IndexSpaceExhausted`] instead of
@@ -260,7 +278,9 @@ impl World {
         if !self.entities.has_room() {
             return Err(self.exhausted());
         }
-        Ok(self.spawn_along(edge, bundle))
+        let entity = self.spawn_along(edge, bundle);
+        self.after_spawn(entity, edge);
+        Ok(entity)
     }
 
     /// The error for a spawn refused because the index space is used up, reported through
@@ -312,9 +332,6 @@ impl World {
     /// The edge from the empty archetype that a spawn of `B` follows.
     #[track_caller]
     fn spawn_edge<B: Bundle>(&mut self) -> usize {
-        if hooks::managed_in::<B>().is_some() {
-            hooks::spawn_refused::<B>();
-        }
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         self.archetypes
             .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles, bundle)
@@ -354,14 +371,17 @@ impl World {
     ///
     /// Returns [`EntityError::NoSuchEntity`] for a dead or unknown id, so a double despawn is
     /// an error rather than a double free.
+    ///
+    /// The components' `on_despawn`, `on_replace` and `on_remove` [hooks](crate::HookKind)
+    /// run first, with the entity whole.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
         if self.archetype_at(location).hooked {
-            // The remove hooks see the entity whole, and their commands run before any of
-            // its values is dropped, so a panicking `Drop` cannot leave them undone. They
-            // may move rows (the entity's too), so the slot is looked up again below.
-            self.call_remove_hooks(entity, hooks::Losing::Everything { location });
+            // The hooks see the entity whole, and their commands run before any of its
+            // values is dropped, so a panicking `Drop` cannot leave them undone. They may
+            // move rows (the entity's too) or despawn it, so the slot is looked up again below.
+            self.run_despawn_hooks(entity);
             self.apply_hook_commands();
         }
         let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
@@ -597,21 +617,26 @@ impl World {
     ///
     /// # Errors
     /// [`EntityError::NoSuchEntity`] and [`EntityError::MissingComponent`] as for
-    /// [`get`](Self::get), and [`EntityError::HierarchyComponent`] for
-    /// [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the hierarchy
-    /// methods change.
+    /// [`get`](Self::get), and [`EntityError::ImmutableComponent`] for a component registered
+    /// as [immutable](crate::ComponentRegistration::immutable).
     #[inline]
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
-        // A constant once inlined.
-        if let Some(component) = hooks::managed::<T>() {
-            return Err(EntityError::HierarchyComponent { entity, component });
-        }
-        self.get_mut_raw(entity)
+        self.get_mut_checked::<T, true>(entity)
     }
 
-    /// [`get_mut`](Self::get_mut) without the hierarchy check, for the hierarchy methods.
+    /// [`get_mut`](Self::get_mut) without the immutability check, for the module that owns
+    /// an immutable component.
     #[inline]
     pub(crate) fn get_mut_raw<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        self.get_mut_checked::<T, false>(entity)
+    }
+
+    /// [`get_mut`](Self::get_mut), refusing immutable components when `CHECK` says so.
+    #[inline(always)]
+    fn get_mut_checked<T: Component, const CHECK: bool>(
+        &mut self,
+        entity: Entity,
+    ) -> Result<Mut<'_, T>, EntityError> {
         let location = self.location(entity)?;
         let (last_run, this_run) = (self.last_change_tick, tick_now(&mut self.change_tick));
         // Shared access to the table is enough (the values are written through the column's
@@ -620,6 +645,13 @@ impl World {
         let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
             return Err(missing::<T>(entity));
         };
+        // One test of an (almost always) empty list where no component is immutable.
+        if CHECK && archetype.is_immutable(archetype.component_ids()[column]) {
+            return Err(EntityError::ImmutableComponent {
+                entity,
+                component: type_name::<T>(),
+            });
+        }
         let column = archetype.table.column(column);
         let (row, ticks) = (location.row as usize, column.ticks_base());
         // SAFETY: the column stores `T` (found by its `TypeId`) and `row` is live; `&mut self`
@@ -661,8 +693,29 @@ impl World {
     }
 
     /// Despawns every entity. Archetypes and their edges are kept; old ids stay dead.
+    ///
+    /// Every entity's despawn [hooks](crate::HookKind) run first (archetype by archetype,
+    /// in row order), with the world whole; the commands they record run once everything is
+    /// gone, so entities they spawn are left.
     pub fn clear(&mut self) {
         self.flush();
+        let hooked: Vec<Entity> = (self.archetypes.archetypes.all().iter())
+            .filter(|a| a.hooked)
+            .flat_map(|a| a.entities().iter().copied())
+            .collect();
+        for &entity in &hooked {
+            self.run_despawn_hooks(entity);
+        }
+        // Hooks make no structural change, but may reserve ids: those are kept.
+        self.flush();
+        self.clear_storage();
+        if !hooked.is_empty() {
+            self.apply_hook_commands();
+        }
+    }
+
+    /// Despawns every entity, without hooks.
+    fn clear_storage(&mut self) {
         for archetype in self.archetypes.archetypes.all() {
             if archetype.logs_removals {
                 self.removals
@@ -723,7 +776,7 @@ impl World {
 
     /// `T`'s component id, registering `T` on first use.
     #[inline]
-    pub(crate) fn register_component<T: Component>(&mut self) -> ComponentId {
+    pub(crate) fn component_id_or_register<T: Component>(&mut self) -> ComponentId {
         self.components.register::<T>()
     }
 

@@ -428,7 +428,7 @@ fn hierarchy_commands_apply_in_order_and_report_cycles() {
 }
 
 #[test]
-fn remove_commands_keep_the_hierarchy_and_copied_parents_are_refused() {
+fn remove_commands_keep_the_hierarchy_and_inserted_parents_attach() {
     let mut world = World::new();
     let root = world.spawn((Name("root"),));
     let a = world.spawn((Name("a"),));
@@ -442,22 +442,20 @@ fn remove_commands_keep_the_hierarchy_and_copied_parents_are_refused() {
     commands.remove::<(Parent,)>(a);
     let stray = commands.spawn((Name("stray"),)).id();
     commands.insert(stray, (copied,));
-    let errors = queue.apply(&mut world);
-    assert_eq!(
-        errors,
-        [CommandError::Entity {
-            command: "insert",
-            entity: stray,
-            error: EntityError::HierarchyComponent {
-                entity: stray,
-                component: "Parent"
-            },
-        }]
-    );
-    assert!(errors[0].to_string().contains("set_parent"), "{}", errors[0]);
-    assert_eq!(children(&world, root), [b]);
+    let spawned = commands.spawn((Name("spawned"), Parent::new(root))).id();
+    assert!(queue.apply(&mut world).is_empty());
+    assert_eq!(children(&world, root), [b, stray, spawned]);
     assert_eq!(world.parent(a), Ok(None));
+    assert_eq!(world.parent(stray), Ok(Some(root)));
+
+    // A `Parent` naming a dead entity is taken off again.
+    let gone = world.spawn(());
+    world.despawn(gone).unwrap();
+    let mut commands = Commands::new(&mut queue, &world);
+    commands.insert(stray, (Parent::new(gone),));
+    assert!(queue.apply(&mut world).is_empty());
     assert_eq!(world.parent(stray), Ok(None));
+    assert_eq!(children(&world, root), [b, spawned]);
 
     // Removing the list by command makes the remaining child a root.
     let mut commands = Commands::new(&mut queue, &world);

@@ -8,6 +8,7 @@ use super::{Archetype, ArchetypeId, Archetypes};
 use crate::bundle::{Bundle, BundleId, BundleInfo, BundleKey, Bundles};
 use crate::component::{ComponentId, Components};
 use crate::storage::{NO_COLUMN, Table};
+use crate::world::hooks::HookKind;
 
 const NO_EDGE: u32 = u32::MAX;
 
@@ -53,6 +54,20 @@ fn store(slots: &mut Vec<u32>, bundle: BundleId, edge: usize) {
 /// Moving an entity that gains a bundle.
 pub(crate) struct InsertEdge {
     pub(crate) target: ArchetypeId,
+    /// `target`, or the source archetype itself when inserting the bundle runs hooks: the
+    /// target the inline insert path compares with the source, so that a self-edge and a
+    /// hooked edge both leave it through the one test it already makes (hooks then cost
+    /// nothing where no bundle component has one).
+    pub(crate) inline_target: ArchetypeId,
+    /// Some bundle component has an `on_add`, `on_insert` or `on_replace` hook.
+    pub(crate) hooked: bool,
+    /// The bundle's components the entity did not have, sorted by id: what `on_add` runs for.
+    pub(crate) added: Box<[ComponentId]>,
+    /// The bundle's components the entity had, sorted by id: what `on_replace` runs for.
+    pub(crate) kept: Box<[ComponentId]>,
+    /// The bundle's components, sorted by id: what `on_insert` runs for.
+    pub(crate) inserted: Box<[ComponentId]>,
+
     /// Source column `i` moves to the target column `move_map[i]` names (see
     /// [`Table::move_entry`](crate::storage::Table::move_entry)).
     pub(crate) move_map: Box<[u32]>,
@@ -79,7 +94,8 @@ pub(crate) struct RemoveEdge {
     /// The bundle's components whose removals are logged
     /// ([`World::track_removals`](crate::World::track_removals)).
     pub(crate) logged: Box<[ComponentId]>,
-    /// The bundle's components with a remove hook (see `world/hooks.rs`).
+    /// The bundle's components with an `on_replace` or `on_remove` hook, sorted by id (see
+    /// `world/hooks.rs`).
     pub(crate) hooked: Box<[ComponentId]>,
     /// `missing` is set, or `logged` or `hooked` is not empty: the one test the hot path
     /// makes for all three, so that logging and hooks cost nothing where no component of the
@@ -95,10 +111,18 @@ impl RemoveEdge {
         self.logged = (bundle.fields.iter().copied())
             .filter(|&c| registry.info(c).logs_removals())
             .collect();
-        self.hooked = (bundle.fields.iter().copied())
-            .filter(|&c| registry.info(c).has_remove_hook())
+        self.hooked = (bundle.sorted.iter().copied())
+            .filter(|&c| registry.info(c).has_hooks(HookKind::REMOVING))
             .collect();
         self.unusual = self.missing.is_some() || !self.logged.is_empty() || !self.hooked.is_empty();
+    }
+}
+
+impl InsertEdge {
+    /// Recomputes `hooked` and `inline_target` from the registry's flags.
+    fn set_flags(&mut self, registry: &Components, source: ArchetypeId) {
+        self.hooked = (self.inserted.iter()).any(|&c| registry.info(c).has_hooks(HookKind::INSERTING));
+        self.inline_target = if self.hooked { source } else { self.target };
     }
 }
 
@@ -205,8 +229,16 @@ impl Archetypes {
             &self.archetypes.all()[source.index()],
             &self.archetypes.all()[target.index()],
         );
-        let edge = InsertEdge {
+        let inserted = bundle.sorted.to_vec();
+        let (kept, added): (Vec<ComponentId>, Vec<ComponentId>) =
+            inserted.iter().partition(|&&c| src.column_of(c).is_some());
+        let mut edge = InsertEdge {
             target,
+            inline_target: target,
+            hooked: false,
+            added: added.into(),
+            kept: kept.into(),
+            inserted: inserted.into(),
             move_map: column_map(src, dst),
             bundle_columns: bundle
                 .fields
@@ -215,6 +247,7 @@ impl Archetypes {
                 .collect(),
             replaced,
         };
+        edge.set_flags(registry, source);
         let index = self.insert_edges.len();
         self.insert_edges.push(edge);
         store(&mut self.archetypes.edges_mut(source).insert, bundle.id, index);
@@ -299,7 +332,16 @@ impl Archetypes {
         for archetype in self.archetypes.all_mut() {
             if archetype.column_of(component).is_some() {
                 archetype.logs_removals |= info.logs_removals();
-                archetype.hooked |= info.has_remove_hook();
+                archetype.hooked |= info.has_hooks(HookKind::LEAVING);
+            }
+        }
+        // An edge's source is the archetype whose slots name it.
+        for archetype in self.archetypes.all() {
+            for &edge in archetype.edges.insert.iter().filter(|&&e| e != NO_EDGE) {
+                let edge = &mut self.insert_edges[edge as usize];
+                if edge.inserted.contains(&component) {
+                    edge.set_flags(registry, archetype.id());
+                }
             }
         }
         for edge in &mut self.remove_edges {

@@ -5,7 +5,6 @@ use crate::bundle::Bundle;
 use crate::component::Component;
 use crate::entity::{Entities, Entity, SHARED_LANE};
 use crate::error::EntityError;
-use crate::location::ArchetypeId;
 use crate::world::EntityLane;
 use crate::world::World;
 
@@ -499,11 +498,6 @@ pub(super) fn despawn_command(entity: Entity) -> impl Command {
 /// A spawn whose id is taken when it is applied (no reservation beforehand).
 pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
     Fallible(move |world: &mut World| {
-        if crate::world::hooks::managed_in::<B>().is_some() {
-            // Refused, with the error a reserved spawn reports (rare: a mistake).
-            let entity = world.reserve_entity();
-            return spawn_reserved(world, entity, bundle);
-        }
         // No reservation: one would make the next structural call flush, and every flush
         // re-lays the lanes' blocks (thousands of these are applied at one sync point).
         world
@@ -516,24 +510,15 @@ pub(super) fn spawn_command<B: Bundle>(bundle: B) -> impl Command {
     })
 }
 
-/// Gives the reserved `entity` its components; a refused spawn despawns the reservation
-/// rather than leave an entity with no components behind.
+/// Gives the reserved `entity` its components.
 fn spawn_reserved<B: Bundle>(world: &mut World, entity: Entity, bundle: B) -> Result<(), CommandError> {
-    world.spawn_at(entity, bundle).map_err(|error| {
-        // Only a reservation the refused spawn left with no components is despawned: an
-        // entity another command has since filled is left alone. The despawn cannot fail:
-        // the entity was just found alive, and with no components it has no children.
-        if !matches!(error, EntityError::AlreadySpawned(_))
-            && world
-                .location(entity)
-                .is_ok_and(|location| location.archetype == ArchetypeId::EMPTY)
-        {
-            let _ = world.despawn(entity);
-        }
-        CommandError::Entity {
+    // `spawn_at` refuses only an id that is not a live, empty reservation (despawned before
+    // the apply, an exhausted placeholder, or given components already): nothing to undo.
+    world
+        .spawn_at(entity, bundle)
+        .map_err(|error| CommandError::Entity {
             command: "spawn",
             entity,
             error,
-        }
-    })
+        })
 }

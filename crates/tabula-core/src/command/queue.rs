@@ -274,11 +274,16 @@ impl CommandQueue {
         world.flush();
         let mut errors = Vec::new();
         let mut consume = Consume::new(self);
+        // Commands that component hooks record fail into this apply's errors, after the
+        // command whose change ran the hooks.
+        world.begin_collecting_hook_errors();
         while let Some(result) = consume.next(Some(&mut *world)) {
             if let Some(Err(error)) = result {
                 errors.push(error);
             }
+            world.take_hook_errors(&mut errors);
         }
+        world.end_collecting_hook_errors();
         errors
     }
 }

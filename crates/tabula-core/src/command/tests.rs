@@ -377,36 +377,6 @@ fn an_applied_queue_can_be_used_for_another_world() {
 }
 
 #[test]
-fn a_refused_spawn_leaves_no_empty_entity_behind() {
-    let mut world = World::new();
-    let parent = world.spawn(());
-    let child = world.spawn(());
-    world.set_parent(child, parent).unwrap();
-    let copied = *world.get::<crate::Parent>(child).unwrap();
-    let before = world.len();
-
-    let mut queue = CommandQueue::new();
-    let mut commands = Commands::new(&mut queue, &world);
-    let refused = commands.spawn((1u8, copied)).id();
-    commands.entity(refused).insert((2u16,));
-    let fine = commands.spawn((3u8,)).id();
-    let errors: Vec<String> = queue.apply(&mut world).iter().map(ToString::to_string).collect();
-
-    assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(
-        errors[0].starts_with(&format!("spawn {refused} skipped")),
-        "{errors:?}"
-    );
-    assert!(
-        errors[1].contains("does not exist"),
-        "the later insert finds no entity: {errors:?}"
-    );
-    assert!(!world.contains(refused));
-    assert_eq!(world.get::<u8>(fine), Ok(&3));
-    assert_eq!(world.len(), before + 1);
-}
-
-#[test]
 fn with_children_spawns_nested_children_in_order() {
     let mut world = World::new();
     let mut queue = CommandQueue::new();

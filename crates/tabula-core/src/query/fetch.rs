@@ -321,17 +321,40 @@ pub struct WriteFetch<'w, T> {
 // terms here, and the tick filters (`filter.rs`).
 macro_rules! component_state {
     () => {
-        type State = ComponentId;
-        type Cache = usize;
-        type Prepared = PreparedColumn;
-
         fn init_state(world: &mut World) -> ComponentId {
-            world.register_component::<T>()
+            world.component_id_or_register::<T>()
         }
 
         fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
             archetype.column_of(*id)
         }
+
+        component_state!(@common);
+    };
+    // A term that writes the column: refused for an immutable component, when the state is
+    // made and (for a component made immutable later) when an archetype holding it is matched.
+    (write) => {
+        fn init_state(world: &mut World) -> ComponentId {
+            let id = world.component_id_or_register::<T>();
+            if world.components().info(id).is_immutable() {
+                crate::world::hooks::write_refused(&crate::short_type_name(std::any::type_name::<T>()), "a query term");
+            }
+            id
+        }
+
+        fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<usize> {
+            if archetype.is_immutable(*id) {
+                crate::world::hooks::write_refused(&crate::short_type_name(std::any::type_name::<T>()), "a query term");
+            }
+            archetype.column_of(*id)
+        }
+
+        component_state!(@common);
+    };
+    (@common) => {
+        type State = ComponentId;
+        type Cache = usize;
+        type Prepared = PreparedColumn;
 
         #[inline]
         unsafe fn prepare(column: usize, archetype: &Archetype) -> PreparedColumn {
@@ -410,13 +433,10 @@ macro_rules! write_term {
     ($ty:ty) => {
         // SAFETY: writes column `cache` of `T` and its `changed` ticks, reported as a write.
         unsafe impl<'a, T: Component> WorldQuery for $ty {
-            component_state!();
+            component_state!(write);
             type Fetch<'w> = WriteFetch<'w, T>;
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
-                if let Some(component) = crate::world::hooks::managed::<T>() {
-                    crate::world::hooks::write_refused(component, "a query term");
-                }
                 access.add_with(*id);
                 access.add_write(*id)
             }
@@ -639,7 +659,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
     type Prepared = bool;
 
     fn init_state(world: &mut World) -> ComponentId {
-        world.register_component::<T>()
+        world.component_id_or_register::<T>()
     }
 
     fn update_access(_: &ComponentId, _: &mut Access) -> Result<(), ComponentId> {

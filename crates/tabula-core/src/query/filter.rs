@@ -58,7 +58,7 @@ macro_rules! archetypal_filter {
             type Prepared = ();
 
             fn init_state(world: &mut World) -> ComponentId {
-                world.register_component::<T>()
+                world.component_id_or_register::<T>()
             }
 
             fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {

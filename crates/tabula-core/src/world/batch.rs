@@ -19,6 +19,7 @@ use crate::error::EntityError;
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
 
+use super::hooks::HookKind;
 use super::{World, tick_now};
 
 /// Where the entities of a checked batch are: their rows, and their archetype if they share
@@ -100,10 +101,9 @@ impl World {
     {
         self.flush();
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
-        if let Some(component) = super::hooks::managed_in::<B>()
-            && let Some(&(entity, _)) = batch.first()
-        {
-            return Err(EntityError::HierarchyComponent { entity, component });
+        let bundle = self.bundles.id_of::<B>(&mut self.components);
+        if self.bundle_has_hooks(bundle, HookKind::INSERTING) {
+            return self.insert_batch_hooked(batch);
         }
         let mut rows = BatchRows::new(0);
         let whole = match self.table_in_order(batch.iter().map(|&(entity, _)| entity)) {
@@ -117,7 +117,6 @@ impl World {
             }
         };
         if let Some(source) = whole {
-            let bundle = self.bundles.id_of::<B>(&mut self.components);
             let edge = self
                 .archetypes
                 .insert_edge(&self.components, source, &self.bundles, bundle);
@@ -133,6 +132,32 @@ impl World {
             self.insert(entity, bundle)?;
         }
         Ok(())
+    }
+
+    /// True when a component of bundle `bundle` has a hook of a kind in `kinds`.
+    fn bundle_has_hooks(&self, bundle: crate::bundle::BundleId, kinds: u8) -> bool {
+        (self.bundles.infos[bundle].fields.iter()).any(|&c| self.components.info(c).has_hooks(kinds))
+    }
+
+    /// [`insert_batch`](Self::insert_batch) for a bundle with hooks: every entity checked,
+    /// then the one-entity path with its hooks, entity by entity, and the hooks' commands
+    /// applied once at the end.
+    #[cold]
+    #[inline(never)]
+    fn insert_batch_hooked<B: Bundle>(&mut self, batch: Vec<(Entity, B)>) -> Result<(), EntityError> {
+        for &(entity, _) in &batch {
+            self.location(entity)?;
+        }
+        let mut result = Ok(());
+        for (entity, bundle) in batch {
+            // Hooks make no structural change, so every entity checked above is still alive.
+            result = self.insert_general::<B, false>(entity, bundle);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.apply_hook_commands();
+        result
     }
 
     /// The archetype whose table lists exactly `entities`, in row order, if there is one.
@@ -231,10 +256,9 @@ impl World {
     pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
         self.flush();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
-        // A bundle with a remove hook (see `hooks`) takes the one-entity path after the checks,
-        // with every hook called before the first removal.
-        let hooked =
-            (self.bundles.infos[bundle].fields.iter()).any(|&c| self.components.info(c).has_remove_hook());
+        // A bundle with removal hooks (see `hooks`) takes the one-entity path after the
+        // checks, with every entity's hooks run before the first removal.
+        let hooked = self.bundle_has_hooks(bundle, HookKind::REMOVING);
         if !hooked && let Some(source) = self.table_in_order(entities.iter().copied()) {
             let edge = self
                 .archetypes
@@ -285,15 +309,22 @@ impl World {
         {
             return Ok(self.remove_whole_table(source, edge, entities, &rows.rows));
         }
-        // Every hook sees the world as the checks did (hooks only read); their commands run
-        // after every removal, so that one entity's cannot take a component another entity
-        // of the batch was checked to have.
+        // Every hook sees the entities as the checks did (hooks make no structural change);
+        // their commands run after every removal, so that one entity's cannot take a
+        // component another entity of the batch was checked to have.
         for (&entity, &edge) in entities.iter().zip(&edges) {
-            self.call_remove_hooks(entity, super::hooks::Losing::Bundle { edge });
+            self.run_removal_hooks(entity, edge);
         }
         // Checked above: none of these can fail.
         let removed: Vec<B> = (entities.iter())
-            .map(|&entity| self.remove_raw::<B>(entity))
+            .map(|&entity| {
+                if hooked {
+                    // Their hooks ran above.
+                    self.remove_general::<B, false>(entity)
+                } else {
+                    self.remove::<B>(entity)
+                }
+            })
             .collect::<Result<_, _>>()?;
         if hooked {
             self.apply_hook_commands();

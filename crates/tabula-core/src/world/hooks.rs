@@ -1,284 +1,351 @@
-//! Component hooks: the one mechanism through which data spanning several entities stays
-//! consistent as entities lose components. The hierarchy (`Parent` / `Children`) is its one
-//! user; a public hooks API is meant to build on it.
+//! Component hooks: functions a world runs at the moment an entity gains, keeps a new value
+//! of, or loses a component, from every path that changes it.
 //!
-//! **Remove hooks.** A component type may have one remove hook
-//! ([`World::set_remove_hook`]). When an entity is about to lose that component — through
-//! `remove` of any bundle holding it, `remove_batch`, or `despawn` — the world calls the hook
-//! with itself, read-only (the entity still has the component), and a queue. The hook reads
-//! what it needs and records the changes it wants as commands; the world applies them right
-//! after the removal, before the operation returns. A hook therefore never sees a half-moved
-//! row, and every hook of a batch sees the world as it was before the batch, so one entity's
-//! hook cannot take a component another entity of the batch was checked to have.
+//! **Kinds.** Registered per component type through
+//! [`World::register_component`](crate::World::register_component) (several per kind, run
+//! in registration order):
 //!
-//! What it costs where no hook is involved: nothing new. The registry marks hooked component
-//! types, each archetype holding one ([`Archetype::hooked`](crate::Archetype)) and each remove
-//! edge whose bundle holds one (`RemoveEdge::hooked`, folded into the `unusual` flag the
-//! removal already tests), so despawns test a flag in place of the hierarchy's two type
-//! lookups, and other removals test nothing more than before.
+//! | kind | runs when | the entity |
+//! |---|---|---|
+//! | [`on_add`](HookKind::Add) | it gains a component it did not have | holds the new value |
+//! | [`on_insert`](HookKind::Insert) | a value is written by a spawn or insert, new or replacing | holds the new value |
+//! | [`on_replace`](HookKind::Replace) | a value is about to go: replaced by an insert, removed, or despawned | still holds the old value |
+//! | [`on_remove`](HookKind::Remove) | it is about to lose the component (remove or despawn) | still holds it |
+//! | [`on_despawn`](HookKind::Despawn) | it is about to be despawned | is whole |
 //!
-//! The `*_raw` structural methods (`insert_raw`, `remove_raw`, `get_mut_raw`) skip hooks and
-//! guards: a hook's owner changes its own components with them, without re-entering itself.
+//! **Order**, the same on every path (spawn, `spawn_batch`, `spawn_at`, insert, `insert_batch`,
+//! remove, `remove_batch`, despawn, `despawn_recursive`, `clear`, and every command applied
+//! from [`Commands`](crate::Commands) or [`ParallelCommands`](crate::ParallelCommandQueue)):
 //!
-//! **Managed components.** Some component types change only through their owner's API, which
-//! keeps them in step with other entities ([`managed`]): generic writes — `spawn`, `insert`,
-//! `get_mut`, `view_mut`, `&mut T` query terms — are refused with an error or a panic naming
-//! the owner's methods. The list is known at compile time, so the test folds to nothing for
-//! every other type; today it holds the hierarchy's two types.
+//! * insert (and spawn, an insert into an empty entity): `on_replace` for the components the
+//!   entity had, then the values are written, then `on_add` for the components it did not
+//!   have, then `on_insert` for all of the bundle's;
+//! * remove: `on_replace`, then `on_remove`, then the components go;
+//! * despawn: `on_despawn`, then `on_replace`, then `on_remove`, for all of the entity's
+//!   components, then the entity goes.
+//!
+//! Within one kind, components run in component-id order (the order they were registered in
+//! the world), whatever the order of the bundle's fields; the hooks of one component run in
+//! the order they were added. A batch runs each entity's hooks in the batch's order.
+//!
+//! **What a hook can do.** It gets a [`HookWorld`]: it reads and writes component values and
+//! resources of any entity, and records commands. It cannot spawn, insert, remove or despawn
+//! directly — the entity may be in the middle of a move — so the type has no method that
+//! would. The commands it records are applied before the `World` call that ran it returns
+//! (a batch: once the whole batch is done; a despawn: before the entity's values are
+//! dropped, so a panicking `Drop` cannot undo them; `clear`: after everything is gone). When
+//! the call was itself a command, that is within the same apply, and a hook command that
+//! fails is returned with that apply's errors, so a schedule's
+//! [command error policy](crate::CommandError) reports it as the triggering command's. Outside
+//! a command apply, a failed hook command is logged through `tracing` at warn level.
+//!
+//! **What it costs where no hook is involved: nothing new.** The registry marks hooked
+//! component types; archetypes, insert edges and remove edges carry what they need to know
+//! in the flags the storage path already reads (`Archetype::hooked` for despawns, an insert
+//! edge's `inline_target` for the inline insert path, a remove edge's `unusual`).
 
-use std::any::TypeId;
+use std::sync::Arc;
 
 use super::World;
-use crate::bundle::Bundle;
-use crate::command::CommandQueue;
+use crate::change::Mut;
+use crate::command::{CommandError, CommandQueue, Commands};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::hierarchy::{Children, Parent};
-use crate::location::EntityLocation;
+use crate::error::EntityError;
+use crate::resource::ResourceError;
 
-/// What an entity is about to lose, for [`World::call_remove_hooks`].
-#[derive(Clone, Copy)]
-pub(crate) enum Losing {
-    /// The bundle that remove edge `edge` takes away.
-    Bundle {
-        /// An index into the world's remove edges.
-        edge: usize,
-    },
-    /// Every component: the entity, at `location`, is despawned.
-    Everything {
-        /// The entity's live location.
-        location: EntityLocation,
-    },
+/// When a [hook](self) runs; see the module docs for the order on every path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HookKind {
+    /// The entity gained the component (it did not have it before).
+    Add,
+    /// A value of the component was written by a spawn or an insert, new or replacing.
+    Insert,
+    /// The entity's value is about to be replaced by an insert, removed, or despawned.
+    Replace,
+    /// The entity is about to lose the component, by a removal or a despawn.
+    Remove,
+    /// The entity is about to be despawned.
+    Despawn,
 }
 
-/// A remove hook: called with the world (the entity still holding the component) and a
-/// queue for the changes the hook wants made once the component is gone.
-pub(crate) type RemoveHook = fn(&World, Entity, &mut CommandQueue);
+impl HookKind {
+    /// The kind's bit in [`ComponentInfo`](crate::ComponentInfo)'s hook mask.
+    #[inline]
+    pub(crate) const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    /// The kinds an insert can run.
+    pub(crate) const INSERTING: u8 = Self::Add.bit() | Self::Insert.bit() | Self::Replace.bit();
+    /// The kinds a removal runs.
+    pub(crate) const REMOVING: u8 = Self::Replace.bit() | Self::Remove.bit();
+    /// The kinds a despawn runs.
+    pub(crate) const LEAVING: u8 = Self::Despawn.bit() | Self::Replace.bit() | Self::Remove.bit();
+}
+
+/// What a hook is called for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookContext {
+    /// The entity whose component changes.
+    pub entity: Entity,
+    /// The component the hook was registered for.
+    pub component: ComponentId,
+    /// Which change it is.
+    pub kind: HookKind,
+}
+
+/// A component hook, as stored.
+pub(crate) type Hook = Arc<dyn Fn(&mut HookWorld<'_>, HookContext) + Send + Sync>;
+
+/// One component's hooks, by kind.
+#[derive(Clone, Default)]
+struct ComponentHooks {
+    by_kind: [Vec<Hook>; 5],
+}
 
 /// The world's hooks, by component, and the commands they recorded.
 #[derive(Default)]
 pub(crate) struct Hooks {
-    /// `on_remove[c]` is component `c`'s remove hook, if it has one.
-    on_remove: Vec<Option<RemoveHook>>,
+    /// `table[c]` holds component `c`'s hooks. Shared, so that running hooks (which borrow
+    /// the world mutably) holds the table through a clone of the `Arc`, not a borrow.
+    table: Arc<Vec<ComponentHooks>>,
     /// Commands recorded by the hooks of the operation under way; empty between operations.
     deferred: CommandQueue,
+    /// Failed hook commands not yet handed to a command apply (see `collecting`).
+    errors: Vec<CommandError>,
+    /// How many command applies are under way: while any is, failed hook commands wait in
+    /// `errors` for it, which returns them with its own.
+    collecting: u32,
+}
+
+// A world stays consistent when a panic unwinds through it (every structural change records
+// locations before a `Drop` or hook can run; the tests under Miri check it), so it is unwind
+// safe as before hooks existed; what a hook closure captures is its owner's to keep
+// consistent, as with any closure a panic crosses.
+impl std::panic::UnwindSafe for Hooks {}
+impl std::panic::RefUnwindSafe for Hooks {}
+
+/// The world as a hook sees it: component values and resources of every entity, read and
+/// written in place, and commands; no structural change (see the [module docs](self)).
+///
+/// ```
+/// use tabula::{HookWorld, World};
+///
+/// struct Hp(u32);
+/// #[derive(Default)]
+/// struct Alive(u32);
+///
+/// let mut world = World::new();
+/// world.init_resource::<Alive>();
+/// world
+///     .register_component::<Hp>()
+///     .on_add(|world: &mut HookWorld, _| world.resource_mut::<Alive>().unwrap().0 += 1)
+///     .on_remove(|world: &mut HookWorld, _| world.resource_mut::<Alive>().unwrap().0 -= 1);
+/// let a = world.spawn((Hp(3),));
+/// world.spawn_batch((0..4).map(|_| (Hp(1),))).for_each(drop);
+/// world.despawn(a)?;
+/// assert_eq!(world.resource::<Alive>().unwrap().0, 4);
+/// # Ok::<(), tabula::EntityError>(())
+/// ```
+pub struct HookWorld<'w> {
+    world: &'w mut World,
+    commands: &'w mut CommandQueue,
+}
+
+impl HookWorld<'_> {
+    /// The whole world, read-only: queries through `&World`, views, anything that reads.
+    pub fn world(&self) -> &World {
+        self.world
+    }
+
+    /// `entity`'s `T`.
+    pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, EntityError> {
+        self.world.get(entity)
+    }
+
+    /// `entity`'s `T`, mutably; writing marks it changed. Refused for immutable components,
+    /// as [`World::get_mut`] refuses them.
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        self.world.get_mut(entity)
+    }
+
+    /// `entity`'s `T`, mutably, immutable or not: for the module that owns an immutable
+    /// component and keeps it consistent.
+    pub(crate) fn get_mut_owned<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, EntityError> {
+        self.world.get_mut_raw(entity)
+    }
+
+    /// True when `entity` is alive.
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.world.contains(entity)
+    }
+
+    /// True when `entity` is alive and has a `T`.
+    pub fn has<T: Component>(&self, entity: Entity) -> bool {
+        self.world.has::<T>(entity)
+    }
+
+    /// Resource `R`.
+    pub fn resource<R: Component>(&self) -> Result<&R, ResourceError> {
+        self.world.resource()
+    }
+
+    /// Resource `R`, mutably.
+    pub fn resource_mut<R: Component>(&mut self) -> Result<&mut R, ResourceError> {
+        self.world.resource_mut()
+    }
+
+    /// Records commands, applied once the change that ran the hook is complete (see the
+    /// [module docs](self)). Spawns reserve their ids at once, so they are the same whatever
+    /// else runs.
+    pub fn commands(&mut self) -> Commands<'_, '_> {
+        Commands::new(self.commands, self.world)
+    }
+
+    /// The queue the hook's commands go to, for closures over `&mut World`.
+    pub(crate) fn queue(&mut self) -> &mut CommandQueue {
+        self.commands
+    }
 }
 
 impl World {
-    /// Gives component `T` a remove hook (see the [module docs](self)); it replaces an
-    /// earlier one. Archetypes and remove edges that hold `T` are marked, so every removal
-    /// path calls it from now on.
-    pub(crate) fn set_remove_hook<T: Component>(&mut self, hook: RemoveHook) {
-        let id = self.components.register::<T>();
-        let slots = &mut self.hooks.on_remove;
-        if slots.len() <= id.index() {
-            slots.resize(id.index() + 1, None);
+    /// Adds `hook` to component `id`'s hooks of `kind`, after any it has. Archetypes and
+    /// edges that hold the component are marked, so every path runs it from now on.
+    pub(crate) fn add_hook(&mut self, id: ComponentId, kind: HookKind, hook: Hook) {
+        let table = Arc::make_mut(&mut self.hooks.table);
+        if table.len() <= id.index() {
+            table.resize_with(id.index() + 1, ComponentHooks::default);
         }
-        slots[id.index()] = Some(hook);
-        self.components.set_has_remove_hook(id);
+        table[id.index()].by_kind[kind as usize].push(hook);
+        self.components.set_has_hook(id, kind);
         self.archetypes
             .component_flags_changed(&self.components, &self.bundles, id);
     }
 
-    /// Calls the remove hooks of the components `entity` is about to lose, which it still
-    /// holds: those of `losing`. Their commands wait for
-    /// [`apply_hook_commands`](Self::apply_hook_commands).
+    /// Runs the hooks of `kind` of each of `components` (sorted by id) for `entity`. Their
+    /// commands wait in the world's hook queue.
     #[cold]
     #[inline(never)]
-    pub(crate) fn call_remove_hooks(&mut self, entity: Entity, losing: Losing) {
-        let mut deferred = std::mem::take(&mut self.hooks.deferred);
-        // Hooks read the world only, so the component list can stay borrowed from it.
-        let world = &*self;
-        let call = |component: ComponentId, deferred: &mut CommandQueue| {
-            if let Some(&Some(hook)) = world.hooks.on_remove.get(component.index()) {
-                hook(world, entity, deferred);
-            }
+    pub(crate) fn run_hooks(&mut self, kind: HookKind, entity: Entity, components: &[ComponentId]) {
+        let table = Arc::clone(&self.hooks.table);
+        let mut commands = std::mem::take(&mut self.hooks.deferred);
+        let mut world = HookWorld {
+            world: self,
+            commands: &mut commands,
         };
-        match losing {
-            Losing::Bundle { edge } => {
-                for &component in world.archetypes.remove_edges[edge].hooked.iter() {
-                    call(component, &mut deferred);
-                }
-            }
-            Losing::Everything { location } => {
-                for &component in world.archetype_at(location).component_ids() {
-                    call(component, &mut deferred);
-                }
+        for &component in components {
+            let Some(hooks) = table.get(component.index()) else {
+                continue;
+            };
+            for hook in &hooks.by_kind[kind as usize] {
+                hook(
+                    &mut world,
+                    HookContext {
+                        entity,
+                        component,
+                        kind,
+                    },
+                );
             }
         }
-        self.hooks.deferred = deferred;
+        // Hooks make no structural change, so none ran hooks in turn: the queue is the
+        // world's own, with this call's commands after the earlier ones.
+        self.hooks.deferred = commands;
+    }
+
+    /// Runs the insert hooks of `entity`, which moved along insert edge `edge`: `on_add`
+    /// for the components it did not have, then `on_insert` for all the bundle's.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn run_inserted_hooks(&mut self, entity: Entity, edge: usize) {
+        let edge = &self.archetypes.insert_edges[edge];
+        let (added, inserted) = (edge.added.clone(), edge.inserted.clone());
+        self.run_hooks(HookKind::Add, entity, &added);
+        self.run_hooks(HookKind::Insert, entity, &inserted);
+    }
+
+    /// Runs the removal hooks of `entity`, which is about to move along remove edge `edge`:
+    /// `on_replace`, then `on_remove`, for the bundle's components that have either.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn run_removal_hooks(&mut self, entity: Entity, edge: usize) {
+        let hooked = self.archetypes.remove_edges[edge].hooked.clone();
+        self.run_hooks(HookKind::Replace, entity, &hooked);
+        self.run_hooks(HookKind::Remove, entity, &hooked);
+    }
+
+    /// Runs the despawn hooks of `entity`, which is whole: `on_despawn`, `on_replace` and
+    /// `on_remove` for each of its components.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn run_despawn_hooks(&mut self, entity: Entity) {
+        let Ok(location) = self.location(entity) else {
+            return;
+        };
+        let components: Box<[ComponentId]> = self.archetype_at(location).component_ids().into();
+        for kind in [HookKind::Despawn, HookKind::Replace, HookKind::Remove] {
+            self.run_hooks(kind, entity, &components);
+        }
     }
 
     /// Applies the commands the hooks recorded, in order, until none is left (an applied
-    /// command may call hooks in turn).
+    /// command may run hooks in turn, whose commands its own call applies). A failed one
+    /// goes to the command apply under way, or to `tracing`.
     #[cold]
     #[inline(never)]
     pub(crate) fn apply_hook_commands(&mut self) {
         while !self.hooks.deferred.is_empty() {
             let mut deferred = std::mem::take(&mut self.hooks.deferred);
-            // Hook commands are closures, which cannot fail.
             let errors = deferred.apply(self);
-            debug_assert!(errors.is_empty(), "a hook command failed: {errors:?}");
+            self.hooks.errors.extend(errors);
             if self.hooks.deferred.is_empty() {
                 // Keep the buffer for the next operation.
                 self.hooks.deferred = deferred;
             }
         }
+        // A hook command may have reserved ids without a structural call after it.
+        self.flush();
+        if self.hooks.collecting == 0 && !self.hooks.errors.is_empty() {
+            for error in self.hooks.errors.drain(..) {
+                let entity = error.entity().map(|e| format!("{e:?}"));
+                tracing::warn!(
+                    command = error.command(),
+                    entity = entity.as_deref().unwrap_or("-"),
+                    reason = %error,
+                    "a command recorded by a component hook was skipped"
+                );
+            }
+        }
+    }
+
+    /// Starts a command apply: failed hook commands wait for it (see `Hooks::collecting`).
+    pub(crate) fn begin_collecting_hook_errors(&mut self) {
+        self.hooks.collecting += 1;
+    }
+
+    /// Ends a command apply. (A command that panics skips this: failed hook commands of
+    /// later direct calls then wait for the next apply, which returns them.)
+    pub(crate) fn end_collecting_hook_errors(&mut self) {
+        self.hooks.collecting -= 1;
+    }
+
+    /// Moves the failed hook commands waiting for a command apply into `errors`.
+    #[inline]
+    pub(crate) fn take_hook_errors(&mut self, errors: &mut Vec<CommandError>) {
+        if !self.hooks.errors.is_empty() {
+            errors.append(&mut self.hooks.errors);
+        }
     }
 }
 
-/// The name of `T` when it is a managed component (see the [module docs](self)). A constant
-/// once inlined.
-#[inline(always)]
-pub(crate) fn managed<T: 'static>() -> Option<&'static str> {
-    if TypeId::of::<T>() == TypeId::of::<Parent>() {
-        Some("Parent")
-    } else if TypeId::of::<T>() == TypeId::of::<Children>() {
-        Some("Children")
-    } else {
-        None
-    }
-}
-
-/// The first managed component of bundle `B`, if any. A constant once inlined.
-#[inline(always)]
-pub(crate) fn managed_in<B: Bundle>() -> Option<&'static str> {
-    if B::has_type(TypeId::of::<Parent>()) {
-        Some("Parent")
-    } else if B::has_type(TypeId::of::<Children>()) {
-        Some("Children")
-    } else {
-        None
-    }
-}
-
-/// Panics for `what` (e.g. "a query term") asking to write managed `component`.
+/// Panics for `what` (e.g. "a query term") asking to write immutable `component`.
 #[cold]
 #[track_caller]
 pub(crate) fn write_refused(component: &str, what: &str) -> ! {
     panic!(
-        "{what} asks to write `{component}`, which changes only through World::set_parent, \
-         remove_parent and despawn_recursive (or the matching commands), so that Parent and \
-         Children stay in step; read it with `&{component}` instead"
+        "{what} asks to write `{component}`, which is immutable (registered with \
+         `ComponentRegistration::immutable`): its values are replaced by insert, never changed in \
+         place; read it with `&{component}`, and insert a new value to change it"
     )
-}
-
-/// Panics for a spawn of bundle `B`, which holds a managed component.
-#[cold]
-#[track_caller]
-pub(crate) fn spawn_refused<B: Bundle>() -> ! {
-    panic!(
-        "cannot spawn bundle `{}`: it holds a Parent or Children, which change only through \
-         World::set_parent and the other hierarchy methods; spawn the entity without it, then \
-         call set_parent",
-        std::any::type_name::<B>()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use std::panic::{AssertUnwindSafe, catch_unwind};
-
-    use super::*;
-    use crate::hierarchy::Children;
-
-    /// A component whose remove hook records (entity, value) in a `Heard` resource, through a
-    /// command, so the record shows when the commands ran as well as what the hook saw.
-    #[derive(Debug, PartialEq)]
-    struct Watched(u32);
-
-    #[derive(Default)]
-    struct Heard(Vec<(Entity, u32, bool)>);
-
-    fn watched_removed(world: &World, entity: Entity, deferred: &mut CommandQueue) {
-        let value = world.get::<Watched>(entity).expect("the entity still holds it").0;
-        deferred.push(move |world: &mut World| {
-            let gone = !world.has::<Watched>(entity);
-            world
-                .resource_mut::<Heard>()
-                .unwrap()
-                .0
-                .push((entity, value, gone));
-        });
-    }
-
-    fn world() -> World {
-        let mut world = World::new();
-        world.init_resource::<Heard>();
-        world.set_remove_hook::<Watched>(watched_removed);
-        world
-    }
-
-    fn heard(world: &mut World) -> Vec<(Entity, u32, bool)> {
-        std::mem::take(&mut world.resource_mut::<Heard>().unwrap().0)
-    }
-
-    #[test]
-    fn remove_and_despawn_call_the_hook_with_the_value_before_it_goes() {
-        let mut world = world();
-        let a = world.spawn((Watched(1), 5u8));
-        let b = world.spawn((Watched(2),));
-        assert_eq!(world.remove::<(Watched, u8)>(a), Ok((Watched(1), 5)));
-        world.despawn(b).unwrap();
-        // The commands ran after the removal (the component was gone), and for the despawn
-        // before the entity was (it is a despawn of a live entity: `has` reads false).
-        assert_eq!(heard(&mut world), [(a, 1, true), (b, 2, false)]);
-        // Removing other components, or a failed removal, calls nothing.
-        let c = world.spawn((Watched(3), 1u16));
-        world.remove::<(u16,)>(c).unwrap();
-        assert!(world.remove::<(Watched, u64)>(c).is_err());
-        assert!(heard(&mut world).is_empty());
-        // The raw path, for the hook's owner, skips it.
-        world.remove_raw::<(Watched,)>(c).unwrap();
-        assert!(heard(&mut world).is_empty());
-    }
-
-    #[test]
-    fn a_batch_calls_every_hook_before_the_first_removal() {
-        let mut world = world();
-        let ids: Vec<Entity> = (0..4).map(|i| world.spawn((Watched(i),))).collect();
-        let removed = world.remove_batch::<(Watched,)>(&ids).unwrap();
-        assert_eq!(removed.len(), 4);
-        let expected: Vec<_> = ids.iter().zip(0..).map(|(&e, i)| (e, i, true)).collect();
-        assert_eq!(heard(&mut world), expected);
-    }
-
-    #[test]
-    fn a_hook_set_late_reaches_existing_archetypes_and_edges() {
-        let mut world = World::new();
-        world.init_resource::<Heard>();
-        let e = world.spawn((Watched(7), 1u8));
-        // Cache the remove edge and the archetype before the hook exists.
-        world.remove::<(u8,)>(e).unwrap();
-        world.insert(e, (1u8,)).unwrap();
-        world.set_remove_hook::<Watched>(watched_removed);
-        world.remove::<(Watched,)>(e).unwrap();
-        let f = world.spawn((Watched(8), 1u8));
-        world.despawn(f).unwrap();
-        assert_eq!(heard(&mut world), [(e, 7, true), (f, 8, false)]);
-    }
-
-    #[test]
-    fn despawn_applies_hook_commands_before_a_panicking_drop() {
-        struct Bomb;
-        impl Drop for Bomb {
-            fn drop(&mut self) {
-                panic!("bomb");
-            }
-        }
-        let mut world = world();
-        let e = world.spawn((Watched(9), Bomb));
-        let result = catch_unwind(AssertUnwindSafe(|| world.despawn(e)));
-        assert!(result.is_err(), "the drop panicked");
-        assert!(!world.contains(e));
-        assert_eq!(heard(&mut world), [(e, 9, false)]);
-    }
-
-    #[test]
-    fn managed_components_fold_to_their_names() {
-        assert_eq!(managed::<Children>(), Some("Children"));
-        assert_eq!(managed::<Watched>(), None);
-        assert_eq!(managed_in::<(u8, Parent)>(), Some("Parent"));
-        assert_eq!(managed_in::<(u8, u16)>(), None);
-    }
 }

@@ -13,6 +13,9 @@ use super::{World, tick_now};
 ///
 /// A panic inside the source iterator happens before the entity it was producing is
 /// allocated, so the world stays consistent and every entity spawned so far stays alive.
+///
+/// Each entity's `on_add` and `on_insert` [hooks](crate::HookKind) run as it is spawned, and
+/// their commands are applied before the next one: each item is a [`World::spawn`].
 pub struct SpawnBatch<'w, I>
 where
     I: Iterator,
@@ -21,6 +24,8 @@ where
     world: &'w mut World,
     source: I,
     edge: usize,
+    /// The bundle has `on_add` or `on_insert` hooks.
+    hooked: bool,
 }
 
 impl<'w, I> SpawnBatch<'w, I>
@@ -46,7 +51,24 @@ where
         // The rows are filled one by one across all columns: map each column's pages first.
         table.prefault(lower);
         world.entities.reserve(lower);
-        Self { world, source, edge }
+        let hooked = world.archetypes.insert_edges[edge].hooked;
+        Self {
+            world,
+            source,
+            edge,
+            hooked,
+        }
+    }
+
+    /// Spawns one entity along the batch's edge, with its hooks.
+    #[inline(always)]
+    fn spawn_one(&mut self, bundle: I::Item) -> Entity {
+        let entity = self.world.spawn_along(self.edge, bundle);
+        if self.hooked {
+            self.world.run_inserted_hooks(entity, self.edge);
+            self.world.apply_hook_commands();
+        }
+        entity
     }
 }
 
@@ -60,7 +82,7 @@ where
     #[inline]
     fn next(&mut self) -> Option<Entity> {
         let bundle = self.source.next()?;
-        Some(self.world.spawn_along(self.edge, bundle))
+        Some(self.spawn_one(bundle))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -75,6 +97,13 @@ where
         F: FnMut(B, Entity) -> B,
     {
         let mut acc = init;
+        if self.hooked {
+            // Hooks between the rows: the one-entity path.
+            while let Some(bundle) = self.source.next() {
+                acc = f(acc, self.spawn_one(bundle));
+            }
+            return acc;
+        }
         loop {
             let world = &mut *self.world;
             let edge = &world.archetypes.insert_edges[self.edge];
@@ -139,8 +168,8 @@ where
         if std::thread::panicking() {
             return;
         }
-        for bundle in self.source.by_ref() {
-            self.world.spawn_along(self.edge, bundle);
+        while let Some(bundle) = self.source.next() {
+            self.spawn_one(bundle);
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::location::EntityLocation;
 use crate::storage::Table;
 
 use super::World;
-use super::hooks;
+use super::hooks::HookKind;
 
 impl World {
     /// Adds the components of `bundle` to `entity`. Components it already has are replaced
@@ -26,36 +26,26 @@ impl World {
     /// # Ok::<(), tabula::EntityError>(())
     /// ```
     ///
+    /// The components' [hooks](crate::HookKind) run around the write: `on_replace` for the
+    /// components the entity had (seeing the old values), then `on_add` for those it did not
+    /// have and `on_insert` for all of them (seeing the new ones).
+    ///
     /// # Errors
-    /// [`EntityError::NoSuchEntity`] when `entity` is not alive, and
-    /// [`EntityError::HierarchyComponent`] for a bundle holding a [`Parent`](crate::Parent)
-    /// or [`Children`](crate::Children): those change only through
-    /// [`set_parent`](Self::set_parent) and the other hierarchy methods, which keep both
-    /// sides of the relation in step.
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive.
+    ///
+    /// The common case — nothing to flush or clamp, the source archetype's cached edge, no
+    /// hook, a move to a table with room — runs inline without a single call; everything
+    /// else takes the out-of-line [`insert_general`](Self::insert_general). A call anywhere
+    /// in the inline path, however rare, would clobber the caller-saved registers, so the
+    /// values live across it (entity, location, edge, tick, the caller's own loop) would sit
+    /// on the stack and be reloaded on every insert.
     // Always inlined: the hot structural path. With several callers (the batch fallbacks)
     // the compiler would keep one out-of-line copy, about 25 more instructions per call.
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
-        // A constant once inlined: free for every other bundle.
-        if let Some(component) = hooks::managed_in::<B>() {
-            return Err(EntityError::HierarchyComponent { entity, component });
-        }
-        self.insert_raw(entity, bundle)
-    }
-
-    /// [`insert`](Self::insert) without the hierarchy check, for the hierarchy methods.
-    ///
-    /// The common case — nothing to flush or clamp, the source archetype's cached edge, a
-    /// move to a table with room — runs inline without a single call; everything else
-    /// takes the out-of-line [`insert_general`](Self::insert_general). A call anywhere in
-    /// the inline path, however rare, would clobber the caller-saved registers, so the values
-    /// live across it (entity, location, edge, tick, the caller's own loop) would sit on the
-    /// stack and be reloaded on every insert.
-    #[inline(always)]
-    pub(crate) fn insert_raw<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         match self.try_insert_in_room(entity, bundle) {
             Ok(()) => Ok(()),
-            Err(bundle) => self.insert_general(entity, bundle),
+            Err(bundle) => self.insert_general::<B, true>(entity, bundle),
         }
     }
 
@@ -101,8 +91,8 @@ impl World {
         Some((location, edge))
     }
 
-    /// The call-free common case of [`insert_raw`](Self::insert_raw); hands the bundle back
-    /// when the case does not apply (the entity may also be dead: the general path says so).
+    /// The call-free common case of [`insert`](Self::insert); hands the bundle back when the
+    /// case does not apply (the entity may also be dead: the general path says so).
     #[inline(always)]
     fn try_insert_in_room<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), B> {
         if !self.no_upkeep_due() {
@@ -112,8 +102,10 @@ impl World {
             return Err(bundle);
         };
         // SAFETY: a cached edge exists (edges are never removed), and so does its target.
+        // `inline_target` is the source for a self-edge and for an edge whose bundle has
+        // hooks: both leave through this one test.
         let room = unsafe {
-            let target = self.archetypes.insert_edges.get_unchecked(edge).target;
+            let target = self.archetypes.insert_edges.get_unchecked(edge).inline_target;
             target != location.archetype
                 && (self.archetypes.archetypes.all())
                     .get_unchecked(target.index())
@@ -131,18 +123,56 @@ impl World {
     }
 
     /// Every insert [`try_insert_in_room`](Self::try_insert_in_room) leaves: upkeep first,
-    /// a dead entity, an edge not cached (or not yet made), replacing in place, a target
-    /// table that must grow. Out of line, so that its calls stay out of the common path.
+    /// a dead entity, an edge not cached (or not yet made), hooks, replacing in place, a
+    /// target table that must grow. Out of line, so that its calls stay out of the common
+    /// path. With `APPLY`, the hooks' commands are applied before it returns (a batch
+    /// applies them once, at its end).
     #[inline(never)]
-    fn insert_general<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+    pub(super) fn insert_general<B: Bundle, const APPLY: bool>(
+        &mut self,
+        entity: Entity,
+        bundle: B,
+    ) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
         let edge = self
             .archetypes
             .insert_edge(&self.components, location.archetype, &self.bundles, id);
-        let tick = super::tick_now(&mut self.change_tick);
         // SAFETY: `insert_edge` returns the index of an existing edge (edges are never removed).
+        let edge_ref = unsafe { self.archetypes.insert_edges.get_unchecked(edge) };
+        if edge_ref.hooked {
+            self.insert_hooked(entity, edge, bundle);
+            if APPLY {
+                self.apply_hook_commands();
+            }
+            return Ok(());
+        }
+        self.insert_along(entity, location, edge, bundle);
+        Ok(())
+    }
+
+    /// Inserts `bundle` into live `entity` along insert edge `edge`, whose bundle has hooks:
+    /// `on_replace`, the write, `on_add`, `on_insert` (see [`hooks`](super::hooks)).
+    #[cold]
+    #[inline(never)]
+    fn insert_hooked<B: Bundle>(&mut self, entity: Entity, edge: usize, bundle: B) {
+        let kept = self.archetypes.insert_edges[edge].kept.clone();
+        self.run_hooks(HookKind::Replace, entity, &kept);
+        // Hooks make no structural change, so the entity is where it was and the edge is
+        // still its own; they may have reserved ids, which the move must not leave unflushed.
+        self.flush();
+        let location = self.location(entity).expect("hooks make no structural change");
+        self.insert_along(entity, location, edge, bundle);
+        self.run_inserted_hooks(entity, edge);
+    }
+
+    /// Moves `entity` (live at `location`) along insert edge `edge`, `location.archetype`'s
+    /// edge for `B`, or writes in place for a self-edge. No hooks.
+    #[inline(always)]
+    fn insert_along<B: Bundle>(&mut self, entity: Entity, location: EntityLocation, edge: usize, bundle: B) {
+        let tick = super::tick_now(&mut self.change_tick);
+        // SAFETY: `edge` names an existing edge (edges are never removed).
         let target = unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.target;
 
         if target == location.archetype {
@@ -153,12 +183,11 @@ impl World {
             // SAFETY: `row` is live, every field replaces an initialised value of its type
             // (`replaced` is all true for a self-edge) in distinct columns.
             unsafe { bundle.write_or_replace(table, &edge.bundle_columns, &edge.replaced, row, tick) };
-            return Ok(());
+            return;
         }
         // SAFETY: the edge is `location.archetype`'s edge for `B` and leads elsewhere; the
         // entity is live there.
         unsafe { self.insert_moving(entity, location, edge, bundle, tick, false) };
-        Ok(())
     }
 
     /// Moves `entity` along insert edge `edge` and writes `bundle` into its new row. With
@@ -229,9 +258,10 @@ impl World {
     /// If the entity lacks any of them, nothing is removed and the error names the first
     /// missing component.
     ///
-    /// Removing a [`Parent`](crate::Parent) also takes the entity out of its parent's
-    /// [`Children`](crate::Children), and removing `Children` makes every listed child a root,
-    /// as [`remove_parent`](Self::remove_parent) and `despawn` do.
+    /// The components' `on_replace` and then `on_remove` [hooks](crate::HookKind) run first,
+    /// with the entity whole. (So removing a [`Parent`](crate::Parent) also takes the entity
+    /// out of its parent's [`Children`](crate::Children), and removing `Children` makes
+    /// every listed child a root, as [`remove_parent`](Self::remove_parent) and `despawn` do.)
     ///
     /// ```
     /// let mut world = tabula::World::new();
@@ -250,18 +280,7 @@ impl World {
         }
     }
 
-    /// [`remove`](Self::remove) without the remove hooks (see [`hooks`]), for the hooks'
-    /// owners. As [`insert_raw`](Self::insert_raw), the common case runs inline without a
-    /// call and the rest out of line.
-    #[inline(always)]
-    pub(crate) fn remove_raw<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
-        match self.try_remove_in_room::<B>(entity) {
-            Some(removed) => Ok(removed),
-            None => self.remove_general::<B, false>(entity),
-        }
-    }
-
-    /// The call-free common case of [`remove_raw`](Self::remove_raw): nothing to flush or
+    /// The call-free common case of [`remove`](Self::remove): nothing to flush or
     /// clamp, a bundle with fields, the source archetype's cached edge, no missing
     /// component and no logged removal, and a target table with room. `None` when the case
     /// does not apply (the entity may also be dead: the general path says so).
@@ -291,9 +310,12 @@ impl World {
 
     /// Every removal [`try_remove_in_room`](Self::try_remove_in_room) leaves. Out of line,
     /// as [`insert_general`](Self::insert_general).
-    /// With `HOOKS`, the remove hooks of the bundle's components are called first.
+    /// With `HOOKS`, the bundle's `on_replace` and `on_remove` hooks run first.
     #[inline(never)]
-    fn remove_general<B: Bundle, const HOOKS: bool>(&mut self, entity: Entity) -> Result<B, EntityError> {
+    pub(super) fn remove_general<B: Bundle, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+    ) -> Result<B, EntityError> {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
@@ -308,10 +330,11 @@ impl World {
                 return Err(EntityError::MissingComponent { entity, component });
             }
             if HOOKS && !edge_ref.hooked.is_empty() {
-                // The hooks see the entity whole and only read, so the removal below finds
-                // everything as it was; their commands run once the bundle is out (it is
-                // handed to the caller, so no value is dropped before them).
-                self.call_remove_hooks(entity, hooks::Losing::Bundle { edge });
+                // The hooks see the entity whole and make no structural change, so the
+                // removal below finds every component still there; their commands run once
+                // the bundle is out (it is handed to the caller, so no value is dropped
+                // before them).
+                self.run_removal_hooks(entity, edge);
                 let removed = self.remove_general::<B, false>(entity);
                 self.apply_hook_commands();
                 return removed;

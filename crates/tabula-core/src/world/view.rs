@@ -7,7 +7,7 @@
 //! the entity's slot, the column for its archetype, and the value. The world stays borrowed
 //! while the view lives, so no table can grow or move underneath it.
 
-use std::any::TypeId;
+use std::any::{TypeId, type_name};
 use std::marker::PhantomData;
 
 use crate::change::RunTicks;
@@ -202,12 +202,13 @@ impl World {
     /// borrowed.
     ///
     /// # Panics
-    /// For [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the
-    /// hierarchy methods change.
+    /// For an [immutable](crate::ComponentRegistration::immutable) component.
     #[track_caller]
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
-        if let Some(component) = super::hooks::managed::<T>() {
-            super::hooks::write_refused(component, "World::view_mut");
+        if let Some(id) = self.components.id::<T>()
+            && self.components.info(id).is_immutable()
+        {
+            super::hooks::write_refused(&crate::short_type_name(type_name::<T>()), "World::view_mut");
         }
         let ticks = RunTicks {
             last_run: self.last_change_tick,
