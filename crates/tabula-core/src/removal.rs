@@ -7,8 +7,8 @@
 //! From then on an entity is written to `T`'s log when it loses `T`:
 //!
 //! * by [`World::remove`] and its relatives (`remove_one`, `remove_batch`, [`EntityMut`]'s
-//!   `remove`, [`Commands`]' `remove`), and by the hierarchy methods when they take a
-//!   [`Parent`] or [`Children`] away;
+//!   `remove`, [`Commands`]' `remove`), and by component hooks' commands that remove it
+//!   (the hierarchy's, when they take a [`Parent`] or [`Children`] away);
 //! * by [`World::despawn`] (and `despawn_recursive`, and the despawn command);
 //! * by [`World::clear`].
 //!

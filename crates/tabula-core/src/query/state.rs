@@ -88,9 +88,8 @@ impl World {
     ///
     /// # Panics
     /// When `D` would alias itself, e.g. `(&mut A, &A)`; the message names the component.
-    /// Use [`QueryState::try_new`] to get the error as a value. Also when `D` writes
-    /// [`Parent`](crate::Parent) or [`Children`](crate::Children), which only the hierarchy
-    /// methods change.
+    /// Use [`QueryState::try_new`] to get the error as a value. Also when `D` writes an
+    /// [immutable](crate::ComponentRegistration::immutable) component.
     pub fn query<D: QueryData>(&mut self) -> QueryState<D, ()> {
         QueryState::new(self)
     }
@@ -116,7 +115,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// Builds the state, or reports the component a query like `(&mut A, &A)` would alias.
     ///
     /// # Panics
-    /// When `D` writes [`Parent`](crate::Parent) or [`Children`](crate::Children).
+    /// When `D` writes an [immutable](crate::ComponentRegistration::immutable) component.
     pub fn try_new(world: &mut World) -> Result<Self, AccessConflict> {
         let data_state = D::init_state(world);
         let filter_state = F::init_state(world);

@@ -95,10 +95,9 @@ impl<'w> EntityMut<'w> {
         Self { world, entity }
     }
 
-    fn location(&self) -> EntityLocation {
-        self.world
-            .location(self.entity)
-            .expect("an EntityMut's entity stays alive until `despawn` consumes the view")
+    /// The entity's location; `None` once a component hook's command despawned it.
+    fn location(&self) -> Option<EntityLocation> {
+        self.world.location(self.entity).ok()
     }
 
     /// The entity's id.
@@ -108,12 +107,12 @@ impl<'w> EntityMut<'w> {
 
     /// The entity's `T`, if it has one.
     pub fn get<T: Component>(&self) -> Option<&T> {
-        self.world.get_at(self.entity, self.location()).ok()
+        self.world.get_at(self.entity, self.location()?).ok()
     }
 
-    /// Mutable access to the entity's `T`, if it has one; `None` for
-    /// [`Parent`](crate::Parent) and [`Children`](crate::Children), which only the hierarchy
-    /// methods change (see [`World::get_mut`]).
+    /// Mutable access to the entity's `T`, if it has one; `None` for an
+    /// [immutable](crate::ComponentRegistration::immutable) component (see
+    /// [`World::get_mut`]).
     pub fn get_mut<T: Component>(&mut self) -> Option<Mut<'_, T>> {
         self.world.get_mut(self.entity).ok()
     }
@@ -126,14 +125,12 @@ impl<'w> EntityMut<'w> {
     /// Adds (or replaces) the components of `bundle`.
     ///
     /// # Panics
-    /// For a bundle holding a [`Parent`](crate::Parent) or [`Children`](crate::Children),
-    /// which [`World::insert`] refuses; use [`World::set_parent`].
+    /// When the entity is gone: a component hook's command despawned it. (Nothing else
+    /// despawns it while the view borrows the world.)
     #[track_caller]
     pub fn insert<B: Bundle>(&mut self, bundle: B) -> &mut Self {
-        // The entity stays alive until `despawn` consumes the view, so the only error left
-        // is the hierarchy refusal.
         if let Err(error) = self.world.insert(self.entity, bundle) {
-            panic!("{error}");
+            panic!("EntityMut::insert: {error} (a component hook's command despawned it)");
         }
         self
     }
@@ -143,11 +140,9 @@ impl<'w> EntityMut<'w> {
         self.world.remove(self.entity)
     }
 
-    /// Despawns the entity.
+    /// Despawns the entity (if a component hook's command has not already).
     pub fn despawn(self) {
-        self.world
-            .despawn(self.entity)
-            .expect("an EntityMut's entity stays alive until `despawn` consumes the view");
+        let _ = self.world.despawn(self.entity);
     }
 
     /// The world, read-only, for lookups the view does not offer (other entities,

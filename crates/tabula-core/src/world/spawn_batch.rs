@@ -63,7 +63,7 @@ where
     /// Spawns one entity along the batch's edge, with its hooks.
     #[inline(always)]
     fn spawn_one(&mut self, bundle: I::Item) -> Entity {
-        let entity = self.world.spawn_along(self.edge, bundle);
+        let (entity, _) = self.world.spawn_along(self.edge, bundle);
         if self.hooked {
             self.world.run_inserted_hooks(entity, self.edge);
             self.world.apply_hook_commands();
@@ -116,7 +116,7 @@ where
                 let Some(bundle) = self.source.next() else {
                     return acc;
                 };
-                acc = f(acc, world.spawn_along(self.edge, bundle));
+                acc = f(acc, world.spawn_along(self.edge, bundle).0);
                 continue;
             }
             let tick = tick_now(&mut world.change_tick);
