@@ -96,6 +96,6 @@ pub use query::{
 pub use resource::ResourceError;
 pub use type_name::short_type_name;
 pub use world::{
-    ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld, SpawnBatch,
-    UnsafeWorldCell, View, ViewMut, World, WorldId,
+    ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld,
+    RequiredComponentError, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId,
 };

@@ -39,7 +39,7 @@ use crate::storage::drop_each;
 
 pub use entity_ref::{EntityMut, EntityRef};
 pub use hooks::{HookContext, HookKind, HookWorld};
-pub use registration::ComponentRegistration;
+pub use registration::{ComponentRegistration, RequiredComponentError};
 pub use spawn_batch::SpawnBatch;
 pub use unsafe_cell::UnsafeWorldCell;
 pub use view::{View, ViewMut};

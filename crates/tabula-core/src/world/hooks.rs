@@ -117,6 +117,9 @@ pub(crate) struct Hooks {
     /// How many command applies are under way: while any is, failed hook commands wait in
     /// `errors` for it, which returns them with its own.
     collecting: u32,
+    /// `requirements[c]`: the components `c` requires, in registration order (see
+    /// `world/registration.rs`).
+    requirements: Vec<Vec<ComponentId>>,
 }
 
 // A world stays consistent when a panic unwinds through it (every structural change records
@@ -206,6 +209,23 @@ impl HookWorld<'_> {
     /// The queue the hook's commands go to, for closures over `&mut World`.
     pub(crate) fn queue(&mut self) -> &mut CommandQueue {
         self.commands
+    }
+}
+
+impl Hooks {
+    /// The components `component` requires, in registration order.
+    pub(crate) fn requirements(&self, component: ComponentId) -> &[ComponentId] {
+        self.requirements
+            .get(component.index())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Records that `component` requires `required`.
+    pub(crate) fn add_requirement(&mut self, component: ComponentId, required: ComponentId) {
+        if self.requirements.len() <= component.index() {
+            self.requirements.resize_with(component.index() + 1, Vec::new);
+        }
+        self.requirements[component.index()].push(required);
     }
 }
 

@@ -1,5 +1,15 @@
 //! [`ComponentRegistration`]: what a world knows about a component type beyond its layout —
-//! its [hooks](super::hooks) and whether it is immutable.
+//! its [hooks](super::hooks), whether it is immutable, and the components it requires.
+//!
+//! **Required components.** `register_component::<A>().requires::<B>()` makes every entity
+//! that gains an `A` gain a `B` too, when it has none: an `on_add` hook of `A` records the
+//! insert of `B` (made by `B::default()` or the given constructor, called then), so it
+//! happens on every path a hook runs from (spawns, inserts, batches, commands) and before
+//! the `World` call returns. Requirements chain: `B`'s own requirements follow when `B` is
+//! added. What this costs and does not give: `B` arrives by a second archetype move, after
+//! the call's hooks ran, so an `on_add` hook of `A` does not see `B` yet. A cycle
+//! (`A` requires `B` requires `A`) and a repeated requirement are refused with a
+//! [`RequiredComponentError`] naming the chain.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -97,6 +107,86 @@ impl<T: Component> ComponentRegistration<'_, T> {
         self.hook(HookKind::Despawn, hook)
     }
 
+    /// Makes every entity that gains a `T` gain a `B` too, made by `B::default()`, when it
+    /// has none (see the [module docs](self)).
+    ///
+    /// ```
+    /// use tabula::World;
+    ///
+    /// #[derive(Default, Debug, PartialEq)]
+    /// struct Health(u32);
+    /// #[derive(Default, Debug, PartialEq)]
+    /// struct Armor(u32);
+    /// struct Enemy;
+    ///
+    /// let mut world = World::new();
+    /// world.register_component::<Enemy>().requires::<Health>();
+    /// world.register_component::<Health>().requires::<Armor>(); // chains
+    /// let e = world.spawn((Enemy,));
+    /// assert_eq!(world.get::<Health>(e), Ok(&Health(0)));
+    /// assert_eq!(world.get::<Armor>(e), Ok(&Armor(0)));
+    /// let boss = world.spawn((Enemy, Health(500))); // a given value is kept
+    /// assert_eq!(world.get::<Health>(boss), Ok(&Health(500)));
+    /// ```
+    ///
+    /// # Panics
+    /// When the requirement closes a cycle or repeats one (see
+    /// [`try_requires_with`](Self::try_requires_with) for the error as a value).
+    #[track_caller]
+    pub fn requires<B: Component + Default>(self) -> Self {
+        self.requires_with(B::default)
+    }
+
+    /// As [`requires`](Self::requires), with `B` made by `make`.
+    ///
+    /// # Panics
+    /// As for [`requires`](Self::requires).
+    #[track_caller]
+    pub fn requires_with<B: Component>(self, make: impl Fn() -> B + Send + Sync + 'static) -> Self {
+        match self.try_requires_with(make) {
+            Ok(this) => this,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// As [`requires_with`](Self::requires_with), returning a refused requirement as an
+    /// error; the world is then unchanged.
+    ///
+    /// ```
+    /// use tabula::{RequiredComponentError, World};
+    ///
+    /// #[derive(Default)]
+    /// struct A;
+    /// #[derive(Default)]
+    /// struct B;
+    ///
+    /// let mut world = World::new();
+    /// world.register_component::<A>().requires::<B>();
+    /// let error = world.register_component::<B>().try_requires_with(|| A).err().unwrap();
+    /// assert!(matches!(error, RequiredComponentError::Cycle { .. }));
+    /// assert!(error.to_string().contains("A -> B -> A"), "{error}");
+    /// ```
+    pub fn try_requires_with<B: Component>(
+        self,
+        make: impl Fn() -> B + Send + Sync + 'static,
+    ) -> Result<Self, RequiredComponentError> {
+        let required = self.world.component_id_or_register::<B>();
+        self.world.add_requirement(self.id, required)?;
+        let make = Arc::new(make);
+        Ok(self.on_add(move |world: &mut HookWorld<'_>, ctx: HookContext| {
+            if world.has::<B>(ctx.entity) {
+                return;
+            }
+            let (make, entity) = (Arc::clone(&make), ctx.entity);
+            world.queue().push(move |world: &mut World| {
+                // Checked again: another hook of the call may have added one meanwhile.
+                if world.contains(entity) && !world.has::<B>(entity) {
+                    let _ = world.insert(entity, (make(),));
+                }
+            });
+        }))
+    }
+
     /// Makes `T` immutable in this world: a value can be replaced by an insert (which runs
     /// the `on_replace` and `on_insert` hooks, so they see every change), never changed in
     /// place. `get_mut` returns [`EntityError::ImmutableComponent`](crate::EntityError),
@@ -136,5 +226,96 @@ impl<T: Component> ComponentRegistration<'_, T> {
         }
         self.world.components.set_immutable(self.id);
         self
+    }
+}
+
+/// Why [`ComponentRegistration::try_requires_with`] refused a requirement. The world is
+/// unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequiredComponentError {
+    /// The requirement would close a cycle: `chain` runs from the component that was to
+    /// require, through the requirements already registered, back to it.
+    Cycle {
+        /// Type names, the first repeated at the end.
+        chain: Vec<&'static str>,
+    },
+    /// The component already requires that one.
+    AlreadyRequired {
+        /// The requiring component's type name.
+        component: &'static str,
+        /// The required component's type name.
+        required: &'static str,
+    },
+}
+
+impl std::fmt::Display for RequiredComponentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cycle { chain } => {
+                let chain: Vec<String> = chain.iter().map(|n| crate::short_type_name(n)).collect();
+                write!(
+                    f,
+                    "required components would form a cycle: {} (each requires the next); drop one \
+                     of these requirements",
+                    chain.join(" -> ")
+                )
+            }
+            Self::AlreadyRequired { component, required } => write!(
+                f,
+                "`{}` already requires `{}`; register each requirement once",
+                crate::short_type_name(component),
+                crate::short_type_name(required)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RequiredComponentError {}
+
+impl World {
+    /// Records that `component` requires `required`, refusing a repeat or a cycle.
+    fn add_requirement(
+        &mut self,
+        component: ComponentId,
+        required: ComponentId,
+    ) -> Result<(), RequiredComponentError> {
+        let name = |world: &World, id: ComponentId| world.components.info(id).name();
+        if self.hooks.requirements(component).contains(&required) {
+            return Err(RequiredComponentError::AlreadyRequired {
+                component: name(self, component),
+                required: name(self, required),
+            });
+        }
+        // A path from `required` back to `component` through registered requirements,
+        // found depth first (requirements in registration order), closes a cycle.
+        if let Some(path) = self.requirement_path(required, component) {
+            let mut chain = vec![name(self, component)];
+            chain.extend(path.into_iter().map(|id| name(self, id)));
+            return Err(RequiredComponentError::Cycle { chain });
+        }
+        self.hooks.add_requirement(component, required);
+        Ok(())
+    }
+
+    /// The components from `from` to `to` (both included) along registered requirements, if
+    /// `to` can be reached.
+    fn requirement_path(&self, from: ComponentId, to: ComponentId) -> Option<Vec<ComponentId>> {
+        let mut stack = vec![(from, vec![from])];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((at, path)) = stack.pop() {
+            if at == to {
+                return Some(path);
+            }
+            if !seen.insert(at) {
+                continue;
+            }
+            for &next in self.hooks.requirements(at).iter().rev() {
+                let mut path = path.clone();
+                path.push(next);
+                stack.push((next, path));
+            }
+        }
+        None
     }
 }
