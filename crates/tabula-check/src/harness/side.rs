@@ -3,16 +3,17 @@
 //! its buffered events, [the slot bound](super#the-slot-bound)) and the error it must give
 //! for an id it does not hold.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tabula::{Entity, EntityError, Events, World};
+use tabula::{Entity, EntityError, Events, HookContext, HookWorld, World};
 
 use super::commands::CmdLog;
 use super::queries::KeptQueries;
 use super::schedules::{Gates, ReadLog, Script};
 use super::{LANES, Ping};
 use crate::check::Checker;
-use crate::components::{Hp, ModelComponent, Shared, Tracked};
+use crate::components::{Hp, ModelComponent, Name, Shared, Tracked};
 use crate::model::Model;
 
 /// The tags of the harness's two worlds: fixed, so that a run's ids do not depend on how
@@ -31,6 +32,35 @@ pub(super) fn never_issued(tag: u8) -> Entity {
 /// tag.
 pub(super) fn alien(entity: Entity) -> Entity {
     Entity::from_bits(entity.to_bits() ^ (1 << 56)).expect("a nonzero generation")
+}
+
+/// The entities holding a [`Name`], kept by `Name`'s `on_add` and `on_remove` hooks: equal
+/// to the model's holders after every op exactly when the hooks ran once for every gain and
+/// loss, from every path the ops take (spawns, inserts, removes, batches, despawns, `clear`,
+/// commands, schedule runs).
+#[derive(Default)]
+struct NameHolders(BTreeSet<Entity>);
+
+fn name_added(world: &mut HookWorld<'_>, ctx: HookContext) {
+    let fresh = world
+        .resource_mut::<NameHolders>()
+        .expect("inserted in Side::new")
+        .0
+        .insert(ctx.entity);
+    assert!(fresh, "on_add ran twice for {:?}'s Name", ctx.entity);
+}
+
+fn name_removed(world: &mut HookWorld<'_>, ctx: HookContext) {
+    let held = world
+        .resource_mut::<NameHolders>()
+        .expect("inserted in Side::new")
+        .0
+        .remove(&ctx.entity);
+    assert!(
+        held,
+        "on_remove ran for {:?}'s Name, which on_add never saw",
+        ctx.entity
+    );
 }
 
 /// One world and the model it must match.
@@ -63,6 +93,11 @@ impl Side {
         world.insert_resource(ReadLog::default());
         world.insert_resource(Gates::default());
         world.add_event::<Ping>();
+        world.init_resource::<NameHolders>();
+        world
+            .register_component::<Name>()
+            .on_add(name_added)
+            .on_remove(name_removed);
         let mut model = Model::default();
         // Removal logs that fill with every removal and despawn of these, and are aged by
         // every completed run: the soak watches that they stay bounded. `Op::TrackRemovals`
@@ -87,6 +122,7 @@ impl Side {
     /// slot bound.
     pub(super) fn check(&mut self) {
         self.checker.check(&self.world, &self.model, &self.shared);
+        self.check_hooks();
         self.check_events();
         self.check_slots();
         self.touched = false;
@@ -97,6 +133,20 @@ impl Side {
         (self.checker).check_sample(&self.world, &self.model, &self.shared, sample, salt);
         self.check_events();
         self.check_slots();
+    }
+
+    /// The hook-kept holders of [`Name`] are the model's.
+    fn check_hooks(&self) {
+        let kept = &self.world.resource::<NameHolders>().expect("inserted in new").0;
+        let model: BTreeSet<Entity> = (self.model.rows())
+            .filter(|(_, row)| row[Name::KIND].is_some())
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(
+            kept, &model,
+            "world {}: the holders Name's hooks kept",
+            self.index
+        );
     }
 
     fn check_events(&self) {
