@@ -16,6 +16,9 @@
 //!   parent's `Children`, and the children of a despawned parent become roots.
 //! * Removing `Children` makes every listed child a root; inserting a `Children` (a list
 //!   copied from another entity) makes every listed entity a child of the new holder.
+//! * [`World::ancestors`], [`World::descendants`] (depth-first),
+//!   [`World::descendants_breadth_first`] (each parent before its children, the order
+//!   transform propagation needs) and [`World::root`] walk the tree.
 //!
 //! `get_mut` of either returns [`EntityError::ImmutableComponent`], and a query term
 //! `&mut Parent` (or `Mut<Children>`, ...) or a `view_mut` of either panics when it is built,
@@ -39,6 +42,10 @@
 //! assert!(world.is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+// `pub(crate)` so that the crate root can re-export the walks' iterator types
+// (`Ancestors`, `Descendants`, `DescendantsBreadthFirst`).
+pub(crate) mod traverse;
 
 use std::fmt;
 use std::ops::Deref;
@@ -155,7 +162,8 @@ fn children_replaced(world: &mut HookWorld<'_>, ctx: HookContext) {
 }
 
 /// The component pointing from a child to its parent: insert it (or spawn with it), or call
-/// [`World::set_parent`]; the parent's [`Children`] follows (see the [module docs](self)).
+/// [`World::set_parent`]; the parent's [`Children`] follows. A `Parent` naming a dead entity
+/// or one that would make the hierarchy loop is taken off again (and `tracing` warns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Parent(Entity);
 
