@@ -1,9 +1,13 @@
-//! `hooks`: what component hooks cost. 10,000 one-entity inserts of `Vel` into entities
-//! holding `Pos` (each insert moves a row to the `(Pos, Vel)` table), with:
+//! `hooks`: what component hooks and observers cost. 10,000 one-entity inserts of `Vel` into entities
+//! holding `Pos` (each insert moves a row to the `(Pos, Vel)` table; the timing covers the
+//! inserts only, and the `Vel`s are removed again, untimed, between iterations, so the tables
+//! are warm), with:
 //!
 //! - `no_hook`: `Vel` has no hook (the A/B figure: the inline insert path);
 //! - `one_hook`: one `on_add` hook on `Vel`, counting into a resource;
 //! - `ten_hooks`: ten such hooks;
+//! - `one_observer` / `ten_observers`: observer systems of `OnAdd<Vel>` (each a system with a
+//!   `Trigger` and a `ResMut`), counting into the resource;
 //! - `raw` (the baseline): two hand-written tables (`Vec<Pos>` → `Vec<(Pos, Vel)>`,
 //!   swap-remove at the source, an index per entity), no hook.
 //!
@@ -12,11 +16,11 @@
 //! ```
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 use tabula::prelude::*;
-use tabula::{HookContext, HookWorld};
+use tabula::{HookContext, HookWorld, OnAdd};
 
 const ENTITIES: usize = 10_000;
 
@@ -42,6 +46,19 @@ fn world_with(hooks: usize) -> (World, Vec<Entity>) {
     let entities = world
         .spawn_batch((0..ENTITIES).map(|i| (Pos(i as f32, 0.0),)))
         .collect();
+    (world, entities)
+}
+
+fn count_observed(_: Trigger<OnAdd<Vel>>, mut count: ResMut<Count>) {
+    count.0 += 1;
+}
+
+/// A world of `ENTITIES` entities holding `Pos`, with `observers` observers of `OnAdd<Vel>`.
+fn world_observed(observers: usize) -> (World, Vec<Entity>) {
+    let (mut world, entities) = world_with(0);
+    for _ in 0..observers {
+        world.observe(count_observed);
+    }
     (world, entities)
 }
 
@@ -71,6 +88,17 @@ impl Raw {
         }
     }
 
+    /// Moves every entity back to the source table (the untimed half of an iteration).
+    fn remove_all(&mut self) {
+        for (&id, (pos, _)) in self.target_ids.iter().zip(&self.target) {
+            self.slots[id as usize] = (false, self.source.len() as u32);
+            self.source.push(*pos);
+            self.source_ids.push(id);
+        }
+        self.target.clear();
+        self.target_ids.clear();
+    }
+
     fn insert_vel(&mut self, id: u32, vel: Vel) {
         let (moved, row) = self.slots[id as usize];
         assert!(!moved);
@@ -92,32 +120,53 @@ fn hooks(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     group.bench_function("raw", |b| {
-        b.iter_batched(
-            Raw::new,
-            |mut raw| {
-                for id in 0..ENTITIES as u32 {
+        let mut raw = Raw::new();
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let ids = raw.source_ids.clone();
+                let start = Instant::now();
+                for &id in &ids {
                     raw.insert_vel(id, Vel(1.0, 1.0));
                 }
-                black_box(raw.target.len())
-            },
-            BatchSize::LargeInput,
-        )
+                timed += start.elapsed();
+                black_box(raw.target.iter().map(|(p, v)| p.0 + p.1 + v.0 + v.1).sum::<f32>());
+                raw.remove_all();
+            }
+            timed
+        })
     });
-    for (name, hooks) in [("no_hook", 0), ("one_hook", 1), ("ten_hooks", 10)] {
+    let entries = [
+        ("no_hook", 0, 0),
+        ("one_hook", 1, 0),
+        ("ten_hooks", 10, 0),
+        ("one_observer", 0, 1),
+        ("ten_observers", 0, 10),
+    ];
+    for (name, hooks, observers) in entries {
+        let (mut world, entities) = if observers > 0 {
+            world_observed(observers)
+        } else {
+            world_with(hooks)
+        };
         group.bench_function(name, |b| {
-            b.iter_batched(
-                || world_with(hooks),
-                |(mut world, entities)| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
                     insert_all(&mut world, &entities);
-                    assert_eq!(
-                        world.resource::<Count>().unwrap().0,
-                        (hooks * ENTITIES) as u64
-                    );
-                    world
-                },
-                BatchSize::LargeInput,
-            )
+                    timed += start.elapsed();
+                    world.remove_batch::<(Vel,)>(&entities).unwrap();
+                }
+                timed
+            })
         });
+        // Every entity kept its `Pos`; read untimed, so the values are part of the work.
+        let sum: f32 = world.query::<&Pos>().iter(&world).map(|p| p.0 + p.1).sum();
+        assert_eq!(sum, (0..ENTITIES).map(|i| i as f32).sum::<f32>());
+        let count = world.resource::<Count>().unwrap().0;
+        assert_eq!(count % ENTITIES as u64, 0);
+        assert!(hooks + observers == 0 || count > 0);
     }
     group.finish();
 }

@@ -61,7 +61,9 @@ mod error;
 mod event;
 mod hierarchy;
 mod location;
+pub mod observer;
 pub mod query;
+pub mod relationship;
 pub mod removal;
 mod resource;
 mod storage;
@@ -87,12 +89,18 @@ pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, ReserveEntities};
 pub use error::EntityError;
 pub use event::{EventCursor, Events};
-pub use hierarchy::{Children, HierarchyError, Parent};
+pub use hierarchy::traverse::{Ancestors, Descendants, DescendantsBreadthFirst};
+pub use hierarchy::{ChildSpawner, Children, HierarchyError, Parent};
 pub use location::{ArchetypeId, EntityLocation};
+pub use observer::{
+    Event, EventKey, ObserverRunner, ObserverState, OnAdd, OnDespawn, OnInsert, OnRemove, OnReplace,
+    TriggerState,
+};
 pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
+pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
 pub use type_name::short_type_name;
 pub use world::{

@@ -89,7 +89,9 @@ pub struct World {
     /// (callgrind: two instructions fewer per insert or remove).
     next_check_tick: u64,
     /// Component hooks and the commands they recorded (see [`hooks`]).
-    hooks: hooks::Hooks,
+    pub(crate) hooks: hooks::Hooks,
+    /// Observers by event, and the triggers under way (see [`crate::observer`]).
+    pub(crate) observers: crate::observer::Observers,
 }
 
 /// Identifies one [`World`], so state built for one world is never used with another.
@@ -217,9 +219,12 @@ impl World {
             last_change_tick: Tick::new(0),
             next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
             hooks: hooks::Hooks::default(),
+            observers: crate::observer::Observers::default(),
         };
-        // Built-in registrations: the hierarchy's relationship hooks.
+        // Built-in registrations: the hierarchy's relationship hooks, and the observer
+        // component's.
         crate::hierarchy::register(&mut world);
+        crate::observer::register(&mut world);
         world
     }
 

@@ -48,6 +48,7 @@ mod config;
 mod executor;
 mod graph;
 mod hooks;
+pub mod observer;
 pub mod one_shot;
 mod param;
 mod schedule;
@@ -63,11 +64,12 @@ pub use config::{
 };
 pub use executor::ExecutorKind;
 pub use graph::{ConditionWrite, ScheduleBuildError};
+pub use observer::{CommandsObserve, Observer, WorldObserve};
 pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use param::ParamSet;
 pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
-    RunTicks, SystemMeta, SystemParam, SystemParamItem,
+    RunTicks, SystemMeta, SystemParam, SystemParamItem, Trigger,
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
@@ -84,8 +86,8 @@ pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
     pub use crate::{
-        CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs,
+        CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs,
         IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,
-        SystemSet, WorldSystems, apply_deferred,
+        SystemSet, Trigger, WorldObserve, WorldSystems, apply_deferred,
     };
 }

@@ -67,6 +67,15 @@ pub trait System: Send + Sync + 'static {
     /// (a missing resource, say) name that system too. Systems that are never conditions
     /// can ignore it.
     fn set_condition_of(&mut self, _system: &str) {}
+
+    /// Tells the system it runs as an observer, before `initialize` (its `Commands` then use
+    /// the world's shared entity lane). Systems that are never observers can ignore it.
+    fn set_observer(&mut self) {}
+
+    /// The event the system's `Trigger` parameter watches (valid after `initialize`).
+    fn event_key(&self) -> Option<tabula_core::EventKey> {
+        None
+    }
 }
 
 /// A boxed system of the schedule.
@@ -140,6 +149,7 @@ where
     fn initialize(&mut self, world: &mut World) {
         let mut meta = SystemMeta::new(Cow::Owned(self.meta.name().to_string()));
         meta.set_condition_of(self.meta.condition_of().map(str::to_string));
+        meta.set_observer(self.meta.is_observer());
         self.state = Some(F::Param::init_state(world, &mut meta));
         self.meta = meta;
     }
@@ -171,6 +181,14 @@ where
 
     fn set_condition_of(&mut self, system: &str) {
         self.meta.set_condition_of(Some(system.to_string()));
+    }
+
+    fn set_observer(&mut self) {
+        self.meta.set_observer(true);
+    }
+
+    fn event_key(&self) -> Option<tabula_core::EventKey> {
+        self.meta.event_key()
     }
 
     fn has_deferred(&self) -> bool {

@@ -231,6 +231,18 @@ impl<'w, 's> Commands<'w, 's> {
     pub fn add<C: Command>(&mut self, command: C) {
         self.queue.push(command);
     }
+
+    /// Records a [`World::trigger`] of `event`: its observers run when the command is
+    /// applied.
+    pub fn trigger<E: crate::Event>(&mut self, event: E) {
+        self.add(move |world: &mut World| world.trigger(event));
+    }
+
+    /// Records a [`World::trigger_targets`] of `event` for `targets`.
+    pub fn trigger_targets<E: crate::Event>(&mut self, event: E, targets: impl IntoIterator<Item = Entity>) {
+        let targets: Vec<Entity> = targets.into_iter().collect();
+        self.add(move |world: &mut World| world.trigger_targets(event, targets));
+    }
 }
 
 impl std::fmt::Debug for Commands<'_, '_> {

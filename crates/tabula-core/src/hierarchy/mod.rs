@@ -50,115 +50,16 @@ pub(crate) mod traverse;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::bundle::{Bundle, TuplePush};
 use crate::entity::Entity;
 use crate::error::EntityError;
-use crate::world::{HookContext, HookWorld, World};
+use crate::relationship::{Relationship, RelationshipTarget};
+use crate::world::World;
 
-/// Registers `Parent` and `Children` as immutable, with the hooks that keep the two sides in
-/// step: every world does this when it is made.
+/// Registers the hierarchy's relationship (`Parent` / `Children`, immutable, with the hooks
+/// of [`crate::relationship`]): every world does this when it is made.
 pub(crate) fn register(world: &mut World) {
-    world
-        .register_component::<Parent>()
-        .immutable()
-        .on_insert(parent_inserted)
-        .on_replace(parent_replaced);
-    world
-        .register_component::<Children>()
-        .immutable()
-        .on_insert(children_inserted)
-        .on_replace(children_replaced);
-}
-
-/// `Parent`'s `on_insert`: the child joins its parent's `Children` (made by a command when
-/// the parent has none), unless the parent is dead or the link would close a loop: then the
-/// `Parent` is taken off again.
-fn parent_inserted(world: &mut HookWorld<'_>, ctx: HookContext) {
-    let child = ctx.entity;
-    let Ok(&Parent(parent)) = world.get::<Parent>(child) else {
-        return;
-    };
-    if !world.contains(parent) || world.world().is_ancestor_or_self(child, parent) {
-        tracing::warn!(
-            child = ?child,
-            parent = ?parent,
-            "an inserted Parent names a dead entity or would make the hierarchy loop; it is removed"
-        );
-        world.queue().push(move |world: &mut World| {
-            if world.get::<Parent>(child).is_ok_and(|p| p.0 == parent) {
-                let _ = world.remove::<(Parent,)>(child);
-            }
-        });
-        return;
-    }
-    if let Ok(mut children) = world.get_mut_owned::<Children>(parent) {
-        if !children.0.contains(&child) {
-            children.0.push(child);
-        }
-        return;
-    }
-    // The parent has no list yet: one is inserted once the change is complete (the command
-    // checks again, since other hooks of the same call may have made one).
-    world
-        .queue()
-        .push(move |world: &mut World| world.add_child_entry(parent, child));
-}
-
-/// `Parent`'s `on_replace` (the value goes: replaced, removed, or despawned): the child
-/// leaves its parent's `Children`; an emptied list is removed.
-fn parent_replaced(world: &mut HookWorld<'_>, ctx: HookContext) {
-    let child = ctx.entity;
-    let Ok(&Parent(parent)) = world.get::<Parent>(child) else {
-        return;
-    };
-    let Ok(mut children) = world.get_mut_owned::<Children>(parent) else {
-        return;
-    };
-    // Searched through `Deref`, so a list without `child` is not marked changed.
-    let Some(index) = children.iter().position(|&c| c == child) else {
-        return;
-    };
-    children.0.remove(index);
-    if children.0.is_empty() {
-        world.queue().push(move |world: &mut World| {
-            if world.get::<Children>(parent).is_ok_and(|c| c.is_empty()) {
-                let _ = world.remove::<(Children,)>(parent);
-            }
-        });
-    }
-}
-
-/// `Children`'s `on_insert`: every listed entity becomes a child of the holder (a list
-/// copied from elsewhere adopts them); entities that cannot (dead, the holder itself, an
-/// ancestor) leave the list.
-fn children_inserted(world: &mut HookWorld<'_>, ctx: HookContext) {
-    let holder = ctx.entity;
-    let Ok(children) = world.get::<Children>(holder) else {
-        return;
-    };
-    let strangers: Vec<Entity> = (children.iter().copied())
-        .filter(|&c| world.get::<Parent>(c).map_or(true, |p| p.0 != holder))
-        .collect();
-    for child in strangers {
-        world
-            .queue()
-            .push(move |world: &mut World| world.adopt(holder, child));
-    }
-}
-
-/// `Children`'s `on_replace` (the list goes: replaced, removed, or despawned): each listed
-/// child whose `Parent` is still the holder becomes a root.
-fn children_replaced(world: &mut HookWorld<'_>, ctx: HookContext) {
-    let holder = ctx.entity;
-    let Ok(children) = world.get::<Children>(holder) else {
-        return;
-    };
-    if children.is_empty() {
-        return;
-    }
-    let children = children.0.clone();
-    world
-        .queue()
-        .push(move |world: &mut World| world.orphan(holder, &children));
+    world.register_relationship::<Parent>();
 }
 
 /// The component pointing from a child to its parent: insert it (or spawn with it), or call
@@ -227,6 +128,64 @@ impl<'a> IntoIterator for &'a Children {
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
+    }
+}
+
+impl Relationship for Parent {
+    type Target = Children;
+    const ACYCLIC: bool = true;
+
+    fn target(&self) -> Entity {
+        self.0
+    }
+
+    fn from_target(target: Entity) -> Self {
+        Self(target)
+    }
+}
+
+impl RelationshipTarget for Children {
+    type Relationship = Parent;
+    // Despawning a parent makes its children roots; `despawn_recursive` takes them along.
+    const LINKED_SPAWN: bool = false;
+
+    fn sources(&self) -> &[Entity] {
+        &self.0
+    }
+
+    fn sources_mut(&mut self) -> &mut Vec<Entity> {
+        &mut self.0
+    }
+
+    fn from_sources(sources: Vec<Entity>) -> Self {
+        Self(sources)
+    }
+}
+
+/// Spawns children of one entity on a [`World`]; see [`World::with_children`].
+pub struct ChildSpawner<'w> {
+    world: &'w mut World,
+    parent: Entity,
+}
+
+impl ChildSpawner<'_> {
+    /// Spawns a child with `bundle` (a tuple of components) and a `Parent`, in one move.
+    pub fn spawn<B>(&mut self, bundle: B) -> Entity
+    where
+        B: TuplePush<Parent>,
+        B::Output: Bundle,
+    {
+        self.world.spawn(bundle.push(Parent(self.parent)))
+    }
+
+    /// The entity whose children are being spawned.
+    pub fn parent_entity(&self) -> Entity {
+        self.parent
+    }
+
+    /// The world, for anything other than spawning children.
+    pub fn world(&mut self) -> &mut World {
+        self.world
     }
 }
 
@@ -331,6 +290,34 @@ impl World {
         Ok(self.get_at::<Parent>(entity, location).ok().map(Parent::get))
     }
 
+    /// Spawns children of `parent` through `build`: each [`ChildSpawner::spawn`] spawns an
+    /// entity with its bundle and a [`Parent`] naming `parent`, in one archetype move.
+    ///
+    /// ```
+    /// let mut world = tabula::World::new();
+    /// let ship = world.spawn(("ship",));
+    /// let mut turrets = Vec::new();
+    /// world.with_children(ship, |ship| {
+    ///     turrets.push(ship.spawn(("turret", 1u8)));
+    ///     turrets.push(ship.spawn(("turret", 2u8)));
+    /// })?;
+    /// assert_eq!(world.children(ship)?, &turrets[..]);
+    /// # Ok::<(), tabula::EntityError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `parent` is dead; `build` is not called.
+    pub fn with_children(
+        &mut self,
+        parent: Entity,
+        build: impl FnOnce(&mut ChildSpawner<'_>),
+    ) -> Result<(), EntityError> {
+        self.flush();
+        self.location(parent)?;
+        build(&mut ChildSpawner { world: self, parent });
+        Ok(())
+    }
+
     /// Despawns `entity` and all its descendants, and removes `entity` from its parent's
     /// [`Children`].
     ///
@@ -380,77 +367,9 @@ impl World {
         Ok(())
     }
 
-    /// Takes the `Parent` off each of `children` that names `entity`: they become roots.
-    fn orphan(&mut self, entity: Entity, children: &[Entity]) {
-        for &child in children {
-            if self.get::<Parent>(child).is_ok_and(|p| p.0 == entity) {
-                let _ = self.remove::<(Parent,)>(child);
-            }
-        }
-    }
-
-    /// Lists `child` in `parent`'s `Children` (inserting the component when there is none),
-    /// if `child` still names `parent` and is not listed yet.
-    fn add_child_entry(&mut self, parent: Entity, child: Entity) {
-        if !self.get::<Parent>(child).is_ok_and(|p| p.0 == parent) {
-            return;
-        }
-        match self.get_mut_raw::<Children>(parent) {
-            Ok(mut children) => {
-                if !children.0.contains(&child) {
-                    children.0.push(child);
-                }
-            }
-            Err(_) => {
-                // `parent` is alive (`child`'s `Parent` names it, and a despawn orphans its
-                // children); its `Children` hook finds `child` already pointing at it.
-                let _ = self.insert(parent, (Children(vec![child]),));
-            }
-        }
-    }
-
-    /// Makes `child`, listed in `holder`'s `Children`, its child; when it cannot be (dead,
-    /// the holder itself or an ancestor of it), takes it off the list.
-    fn adopt(&mut self, holder: Entity, child: Entity) {
-        if !self.get::<Children>(holder).is_ok_and(|c| c.contains(&child)) {
-            return;
-        }
-        if self.set_parent(child, holder).is_err() {
-            self.remove_from_children(holder, child);
-        }
-    }
-
     /// True when `ancestor` is `entity` or one of its ancestors.
     fn is_ancestor_or_self(&self, ancestor: Entity, entity: Entity) -> bool {
-        let mut current = entity;
-        // The relation is acyclic (its hooks refuse a loop), so the walk ends at a root;
-        // the bound is a guard against a bug here, reported as a cycle rather than a hang.
-        for _ in 0..=self.len() {
-            if current == ancestor {
-                return true;
-            }
-            match self.get::<Parent>(current) {
-                Ok(parent) => current = parent.0,
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-
-    /// Removes `child` from `parent`'s [`Children`], dropping the component when it empties.
-    /// Does nothing if `parent` is dead or does not list `child`.
-    fn remove_from_children(&mut self, parent: Entity, child: Entity) {
-        let Ok(mut children) = self.get_mut_raw::<Children>(parent) else {
-            return;
-        };
-        // Searched through `Deref`, so a list without `child` is not marked changed.
-        let Some(index) = children.0.iter().position(|&c| c == child) else {
-            return;
-        };
-        children.0.remove(index);
-        if children.0.is_empty() {
-            let _ = self.remove::<(Children,)>(parent);
-        }
+        self.reaches_along::<Parent>(entity, ancestor)
     }
 }
 

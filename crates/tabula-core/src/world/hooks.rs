@@ -95,6 +95,10 @@ pub struct HookContext {
     pub kind: HookKind,
 }
 
+/// A copy of a list of components (an edge's, an archetype's) to run hooks over while the
+/// world is borrowed mutably: on the stack for the common sizes.
+pub(crate) type ComponentList = smallvec::SmallVec<[ComponentId; 8]>;
+
 /// A component hook, as stored.
 pub(crate) type Hook = Arc<dyn Fn(&mut HookWorld<'_>, HookContext) + Send + Sync>;
 
@@ -120,6 +124,8 @@ pub(crate) struct Hooks {
     /// `requirements[c]`: the components `c` requires, in registration order (see
     /// `world/registration.rs`).
     requirements: Vec<Vec<ComponentId>>,
+    /// The relationships registered (see [`crate::relationship`]), by type.
+    relationships: hashbrown::HashSet<std::any::TypeId>,
 }
 
 // A world stays consistent when a panic unwinds through it (every structural change records
@@ -210,9 +216,20 @@ impl HookWorld<'_> {
     pub(crate) fn queue(&mut self) -> &mut CommandQueue {
         self.commands
     }
+
+    /// The world and the hook's queue, for the modules that own what hooks maintain (the
+    /// observer index, observers' runs): they make no structural change through it.
+    pub(crate) fn parts(&mut self) -> (&mut World, &mut CommandQueue) {
+        (self.world, self.commands)
+    }
 }
 
 impl Hooks {
+    /// Notes relationship type `relationship` as registered; false when it already was.
+    pub(crate) fn note_relationship(&mut self, relationship: std::any::TypeId) -> bool {
+        self.relationships.insert(relationship)
+    }
+
     /// The components `component` requires, in registration order.
     pub(crate) fn requirements(&self, component: ComponentId) -> &[ComponentId] {
         self.requirements
@@ -248,6 +265,10 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(crate) fn run_hooks(&mut self, kind: HookKind, entity: Entity, components: &[ComponentId]) {
+        // Most lists hold no component with a hook of this kind: nothing to set up then.
+        if !(components.iter()).any(|&c| self.components.info(c).has_hooks(kind.bit())) {
+            return;
+        }
         let table = Arc::clone(&self.hooks.table);
         let mut commands = std::mem::take(&mut self.hooks.deferred);
         let mut world = HookWorld {
@@ -280,7 +301,10 @@ impl World {
     #[inline(never)]
     pub(crate) fn run_inserted_hooks(&mut self, entity: Entity, edge: usize) {
         let edge = &self.archetypes.insert_edges[edge];
-        let (added, inserted) = (edge.added.clone(), edge.inserted.clone());
+        let (added, inserted) = (
+            ComponentList::from(&edge.added[..]),
+            ComponentList::from(&edge.inserted[..]),
+        );
         self.run_hooks(HookKind::Add, entity, &added);
         self.run_hooks(HookKind::Insert, entity, &inserted);
     }
@@ -290,7 +314,7 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(crate) fn run_removal_hooks(&mut self, entity: Entity, edge: usize) {
-        let hooked = self.archetypes.remove_edges[edge].hooked.clone();
+        let hooked = ComponentList::from(&self.archetypes.remove_edges[edge].hooked[..]);
         self.run_hooks(HookKind::Replace, entity, &hooked);
         self.run_hooks(HookKind::Remove, entity, &hooked);
     }
@@ -303,7 +327,7 @@ impl World {
         let Ok(location) = self.location(entity) else {
             return;
         };
-        let components: Box<[ComponentId]> = self.archetype_at(location).component_ids().into();
+        let components = ComponentList::from(self.archetype_at(location).component_ids());
         for kind in [HookKind::Despawn, HookKind::Replace, HookKind::Remove] {
             self.run_hooks(kind, entity, &components);
         }
@@ -337,6 +361,17 @@ impl World {
                 );
             }
         }
+    }
+
+    /// Queues `queue`'s commands after the hook commands waiting to be applied.
+    pub(crate) fn push_hook_commands(&mut self, queue: &mut CommandQueue) {
+        self.hooks.deferred.append(queue);
+    }
+
+    /// Adds failed commands recorded by hooks or observers to those waiting for the command
+    /// apply under way (or for `tracing`, at the next [`apply_hook_commands`](Self::apply_hook_commands)).
+    pub(crate) fn note_hook_errors(&mut self, errors: Vec<CommandError>) {
+        self.hooks.errors.extend(errors);
     }
 
     /// Starts a command apply: failed hook commands wait for it (see `Hooks::collecting`).

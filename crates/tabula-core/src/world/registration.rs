@@ -164,7 +164,7 @@ impl<T: Component> ComponentRegistration<'_, T> {
     /// world.register_component::<A>().requires::<B>();
     /// let error = world.register_component::<B>().try_requires_with(|| A).err().unwrap();
     /// assert!(matches!(error, RequiredComponentError::Cycle { .. }));
-    /// assert!(error.to_string().contains("A -> B -> A"), "{error}");
+    /// assert!(error.to_string().contains("B -> A -> B"), "{error}");
     /// ```
     pub fn try_requires_with<B: Component>(
         self,

@@ -157,7 +157,7 @@ impl World {
     #[cold]
     #[inline(never)]
     fn insert_hooked<B: Bundle>(&mut self, entity: Entity, edge: usize, bundle: B) {
-        let kept = self.archetypes.insert_edges[edge].kept.clone();
+        let kept = super::hooks::ComponentList::from(&self.archetypes.insert_edges[edge].kept[..]);
         self.run_hooks(HookKind::Replace, entity, &kept);
         // Hooks make no structural change, so the entity is where it was and the edge is
         // still its own; they may have reserved ids, which the move must not leave unflushed.

@@ -11,19 +11,22 @@ use tabula_core::{
 use super::{RunTicks, SystemMeta, SystemParam};
 
 // SAFETY: declares no data access: `Commands` only reserves ids through `&Entities`, in the
-// system's own lane (one atomic counter only this system uses), and records into the
-// system's own queue; nothing is applied until `apply_deferred`, which runs with
-// `&mut World`.
+// system's own lane (one atomic counter only this system uses; an observer, which runs
+// alone, uses the shared lane), and records into the system's own queue; nothing is applied
+// until `apply_deferred`, which runs with `&mut World`.
 unsafe impl SystemParam for Commands<'_, '_> {
     /// The system's queue, and the entity lane its spawns reserve ids in: ids then depend on
     /// the world at the last sync point and on this system's own spawns, never on which
-    /// other systems run at the same time.
-    type State = (CommandQueue, EntityLane);
+    /// other systems run at the same time. Observers have no lane of their own: they run
+    /// one at a time, in an order that does not depend on threads, so the shared lane gives
+    /// the same ids on every run, and lanes do not pile up with observers.
+    type State = (CommandQueue, Option<EntityLane>);
     type Item<'w, 's> = Commands<'w, 's>;
 
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Self::State {
         meta.set_deferred();
-        (CommandQueue::new(), world.add_entity_lane())
+        let lane = (!meta.is_observer()).then(|| world.add_entity_lane());
+        (CommandQueue::new(), lane)
     }
 
     fn has_deferred((queue, _): &Self::State) -> bool {
@@ -50,7 +53,11 @@ unsafe impl SystemParam for Commands<'_, '_> {
     ) -> Self::Item<'w, 's> {
         // SAFETY: only the entity allocator's reservation (atomics) is used through this
         // reference, which no concurrently running system mutates.
-        Commands::new_in_lane(queue, unsafe { world.world() }, lane)
+        let world = unsafe { world.world() };
+        match lane {
+            Some(lane) => Commands::new_in_lane(queue, world, lane),
+            None => Commands::new(queue, world),
+        }
     }
 }
 

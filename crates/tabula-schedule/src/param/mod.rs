@@ -12,8 +12,8 @@ use std::ops::{Deref, DerefMut};
 
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
-    Access, CommandError, Component, ComponentId, Entity, LastRun, Mut, QueryError, QueryState, Ref,
-    UnsafeWorldCell, World, short_type_name,
+    Access, CommandError, Component, ComponentId, Entity, EventKey, LastRun, Mut, QueryError, QueryState,
+    Ref, UnsafeWorldCell, World, short_type_name,
 };
 
 use crate::access::SystemAccess;
@@ -22,11 +22,13 @@ mod deferred;
 mod param_set;
 mod removed;
 mod scratch;
+mod trigger;
 
 pub use deferred::{EventReader, EventWriter, ParallelCommands};
 pub use param_set::ParamSet;
 pub use removed::RemovedComponents;
 pub use scratch::{ParScratch, Scratch, ScratchArenas, ScratchVec};
+pub use trigger::Trigger;
 
 pub use tabula_core::query::RunTicks;
 
@@ -38,6 +40,11 @@ pub struct SystemMeta {
     condition_of: Option<String>,
     access: SystemAccess,
     last_run: LastRun,
+    /// The system runs as an observer (`World::observe`): its `Commands` use the world's
+    /// shared entity lane instead of a lane of their own.
+    observer: bool,
+    /// The event its `Trigger` parameter watches, if it has one.
+    event_key: Option<EventKey>,
 }
 
 impl SystemMeta {
@@ -47,7 +54,39 @@ impl SystemMeta {
             condition_of: None,
             access: SystemAccess::default(),
             last_run: LastRun::NEVER,
+            observer: false,
+            event_key: None,
         }
+    }
+
+    /// True when the system runs as an observer.
+    pub fn is_observer(&self) -> bool {
+        self.observer
+    }
+
+    pub(crate) fn set_observer(&mut self, observer: bool) {
+        self.observer = observer;
+    }
+
+    /// The event the system's `Trigger` parameter watches.
+    pub fn event_key(&self) -> Option<EventKey> {
+        self.event_key
+    }
+
+    /// Records the event a `Trigger` parameter watches.
+    ///
+    /// # Panics
+    /// When another `Trigger` parameter of the system watches another event.
+    pub fn set_event_key(&mut self, key: EventKey) {
+        if let Some(earlier) = self.event_key
+            && earlier != key
+        {
+            panic!(
+                "{}: two Trigger parameters watch different events; an observer watches one event",
+                self.describe()
+            );
+        }
+        self.event_key = Some(key);
     }
 
     /// The system's name (its function's path).
