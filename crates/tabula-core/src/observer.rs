@@ -19,8 +19,8 @@
 //!
 //! **Propagation.** `trigger_targets` runs the observers for each target; when the event
 //! propagates (its [`Event::AUTO_PROPAGATE`], or an observer's
-//! [`TriggerState::propagate`]`(true)`), it goes on to the target's [`Parent`](crate::Parent),
-//! and so up to the root, until an observer calls `propagate(false)`.
+//! [`TriggerState::propagate`]`(true)`), it goes on to the target's parent in the
+//! [hierarchy](crate::World::parent), and so up to the root, until an observer calls `propagate(false)`.
 
 use std::any::{Any, TypeId, type_name};
 use std::marker::PhantomData;

@@ -140,7 +140,8 @@ impl World {
     /// The sources linked to `target` by relationship `R`, in the order they linked; empty
     /// when there are none (or `target` is dead).
     pub fn related_sources<R: Relationship>(&self, target: Entity) -> &[Entity] {
-        self.get::<R::Target>(target).map_or(&[], RelationshipTarget::sources)
+        self.get::<R::Target>(target)
+            .map_or(&[], RelationshipTarget::sources)
     }
 
     /// True when `ancestor` is `entity` or reached from it along `R`.
@@ -191,7 +192,10 @@ impl World {
     /// Links `source`, listed in `holder`'s collection, to `holder`; when it cannot be (dead,
     /// the holder itself, or a loop for an acyclic relationship), takes it off the list.
     fn adopt_source<R: Relationship>(&mut self, holder: Entity, source: Entity) {
-        if !self.get::<R::Target>(holder).is_ok_and(|c| c.sources().contains(&source)) {
+        if !self
+            .get::<R::Target>(holder)
+            .is_ok_and(|c| c.sources().contains(&source))
+        {
             return;
         }
         if self.get::<R>(source).is_ok_and(|link| link.target() == holder) {
@@ -277,7 +281,10 @@ fn relationship_replaced<R: Relationship>(world: &mut HookWorld<'_>, ctx: HookCo
     collection.sources_mut().remove(index);
     if collection.sources().is_empty() {
         world.queue().push(move |world: &mut World| {
-            if world.get::<R::Target>(target).is_ok_and(|c| c.sources().is_empty()) {
+            if world
+                .get::<R::Target>(target)
+                .is_ok_and(|c| c.sources().is_empty())
+            {
                 let _ = world.remove::<(R::Target,)>(target);
             }
         });

@@ -8,7 +8,7 @@
 //!
 //! * by [`World::remove`] and its relatives (`remove_one`, `remove_batch`, [`EntityMut`]'s
 //!   `remove`, [`Commands`]' `remove`), and by component hooks' commands that remove it
-//!   (the hierarchy's, when they take a [`Parent`] or [`Children`] away);
+//!   (a [relationship](crate::relationship)'s, when they unlink its sources);
 //! * by [`World::despawn`] (and `despawn_recursive`, and the despawn command);
 //! * by [`World::clear`].
 //!
@@ -53,8 +53,6 @@
 //!
 //! [`EntityMut`]: crate::EntityMut
 //! [`Commands`]: crate::Commands
-//! [`Parent`]: crate::Parent
-//! [`Children`]: crate::Children
 
 use crate::archetype::Archetype;
 use crate::component::{Component, ComponentId, Components};

@@ -1,48 +1,6 @@
 //! Component hooks: functions a world runs at the moment an entity gains, keeps a new value
-//! of, or loses a component, from every path that changes it.
-//!
-//! **Kinds.** Registered per component type through
-//! [`World::register_component`](crate::World::register_component) (several per kind, run
-//! in registration order):
-//!
-//! | kind | runs when | the entity |
-//! |---|---|---|
-//! | [`on_add`](HookKind::Add) | it gains a component it did not have | holds the new value |
-//! | [`on_insert`](HookKind::Insert) | a value is written by a spawn or insert, new or replacing | holds the new value |
-//! | [`on_replace`](HookKind::Replace) | a value is about to go: replaced by an insert, removed, or despawned | still holds the old value |
-//! | [`on_remove`](HookKind::Remove) | it is about to lose the component (remove or despawn) | still holds it |
-//! | [`on_despawn`](HookKind::Despawn) | it is about to be despawned | is whole |
-//!
-//! **Order**, the same on every path (spawn, `spawn_batch`, `spawn_at`, insert, `insert_batch`,
-//! remove, `remove_batch`, despawn, `despawn_recursive`, `clear`, and every command applied
-//! from [`Commands`](crate::Commands) or [`ParallelCommands`](crate::ParallelCommandQueue)):
-//!
-//! * insert (and spawn, an insert into an empty entity): `on_replace` for the components the
-//!   entity had, then the values are written, then `on_add` for the components it did not
-//!   have, then `on_insert` for all of the bundle's;
-//! * remove: `on_replace`, then `on_remove`, then the components go;
-//! * despawn: `on_despawn`, then `on_replace`, then `on_remove`, for all of the entity's
-//!   components, then the entity goes.
-//!
-//! Within one kind, components run in component-id order (the order they were registered in
-//! the world), whatever the order of the bundle's fields; the hooks of one component run in
-//! the order they were added. A batch runs each entity's hooks in the batch's order.
-//!
-//! **What a hook can do.** It gets a [`HookWorld`]: it reads and writes component values and
-//! resources of any entity, and records commands. It cannot spawn, insert, remove or despawn
-//! directly — the entity may be in the middle of a move — so the type has no method that
-//! would. The commands it records are applied before the `World` call that ran it returns
-//! (a batch: once the whole batch is done; a despawn: before the entity's values are
-//! dropped, so a panicking `Drop` cannot undo them; `clear`: after everything is gone). When
-//! the call was itself a command, that is within the same apply, and a hook command that
-//! fails is returned with that apply's errors, so a schedule's
-//! [command error policy](crate::CommandError) reports it as the triggering command's. Outside
-//! a command apply, a failed hook command is logged through `tracing` at warn level.
-//!
-//! **What it costs where no hook is involved: nothing new.** The registry marks hooked
-//! component types; archetypes, insert edges and remove edges carry what they need to know
-//! in the flags the storage path already reads (`Archetype::hooked` for despawns, an insert
-//! edge's `inline_target` for the inline insert path, a remove edge's `unusual`).
+//! of, or loses a component, from every path that changes it. The kinds, their order on
+//! every path and what a hook may do are documented on [`HookKind`].
 
 use std::sync::Arc;
 
@@ -54,7 +12,52 @@ use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::resource::ResourceError;
 
-/// When a [hook](self) runs; see the module docs for the order on every path.
+/// When a component hook runs. Hooks are functions a world runs at the moment an entity gains, keeps a new value
+/// of, or loses a component, from every path that changes it.
+///
+/// **Kinds.** Registered per component type through
+/// [`World::register_component`](crate::World::register_component) (several per kind, run
+/// in registration order):
+///
+/// | kind | runs when | the entity |
+/// |---|---|---|
+/// | [`on_add`](HookKind::Add) | it gains a component it did not have | holds the new value |
+/// | [`on_insert`](HookKind::Insert) | a value is written by a spawn or insert, new or replacing | holds the new value |
+/// | [`on_replace`](HookKind::Replace) | a value is about to go: replaced by an insert, removed, or despawned | still holds the old value |
+/// | [`on_remove`](HookKind::Remove) | it is about to lose the component (remove or despawn) | still holds it |
+/// | [`on_despawn`](HookKind::Despawn) | it is about to be despawned | is whole |
+///
+/// **Order**, the same on every path (spawn, `spawn_batch`, `spawn_at`, insert, `insert_batch`,
+/// remove, `remove_batch`, despawn, `despawn_recursive`, `clear`, and every command applied
+/// from [`Commands`](crate::Commands) or [`ParallelCommands`](crate::ParallelCommandQueue)):
+///
+/// * insert (and spawn, an insert into an empty entity): `on_replace` for the components the
+///   entity had, then the values are written, then `on_add` for the components it did not
+///   have, then `on_insert` for all of the bundle's;
+/// * remove: `on_replace`, then `on_remove`, then the components go;
+/// * despawn: `on_despawn`, then `on_replace`, then `on_remove`, for all of the entity's
+///   components, then the entity goes.
+///
+/// Within one kind, components run in component-id order (the order they were registered in
+/// the world), whatever the order of the bundle's fields; the hooks of one component run in
+/// the order they were added. A batch runs each entity's hooks in the batch's order.
+///
+/// **What a hook can do.** It gets a [`HookWorld`]: it reads and writes component values and
+/// resources of any entity, and records commands. It cannot spawn, insert, remove or despawn
+/// directly — the entity may be in the middle of a move — so the type has no method that
+/// would. The commands it records are applied before the `World` call that ran it returns
+/// (`insert_batch`, `remove_batch`: once the whole batch is done; `spawn_batch`: after each
+/// entity, each being a spawn; a despawn: before the entity's values are
+/// dropped, so a panicking `Drop` cannot undo them; `clear`: after everything is gone). When
+/// the call was itself a command, that is within the same apply, and a hook command that
+/// fails is returned with that apply's errors, so a schedule's
+/// [command error policy](crate::CommandError) reports it as the triggering command's. Outside
+/// a command apply, a failed hook command is logged through `tracing` at warn level.
+///
+/// **What it costs where no hook is involved: nothing new.** The registry marks hooked
+/// component types; archetypes, insert edges and remove edges carry what they need to know
+/// in the flags the storage path already reads (`Archetype::hooked` for despawns, an insert
+/// edge's `inline_target` for the inline insert path, a remove edge's `unusual`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HookKind {
     /// The entity gained the component (it did not have it before).
@@ -136,7 +139,7 @@ impl std::panic::UnwindSafe for Hooks {}
 impl std::panic::RefUnwindSafe for Hooks {}
 
 /// The world as a hook sees it: component values and resources of every entity, read and
-/// written in place, and commands; no structural change (see the [module docs](self)).
+/// written in place, and commands; no structural change (see [`HookKind`]).
 ///
 /// ```
 /// use tabula::{HookWorld, World};
@@ -206,7 +209,7 @@ impl HookWorld<'_> {
     }
 
     /// Records commands, applied once the change that ran the hook is complete (see the
-    /// [module docs](self)). Spawns reserve their ids at once, so they are the same whatever
+    /// [`HookKind`]). Spawns reserve their ids at once, so they are the same whatever
     /// else runs.
     pub fn commands(&mut self) -> Commands<'_, '_> {
         Commands::new(self.commands, self.world)

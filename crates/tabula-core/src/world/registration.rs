@@ -1,5 +1,5 @@
 //! [`ComponentRegistration`]: what a world knows about a component type beyond its layout —
-//! its [hooks](super::hooks), whether it is immutable, and the components it requires.
+//! its [hooks](crate::HookKind), whether it is immutable, and the components it requires.
 //!
 //! **Required components.** `register_component::<A>().requires::<B>()` makes every entity
 //! that gains an `A` gain a `B` too, when it has none: an `on_add` hook of `A` records the
@@ -108,7 +108,11 @@ impl<T: Component> ComponentRegistration<'_, T> {
     }
 
     /// Makes every entity that gains a `T` gain a `B` too, made by `B::default()`, when it
-    /// has none (see the [module docs](self)).
+    /// has none: an `on_add` hook of `T` records the insert of `B` (made then), so it happens
+    /// on every path a hook runs from (spawns, inserts, batches, commands) and before the
+    /// `World` call returns. Requirements chain: `B`'s own requirements follow when `B` is
+    /// added. `B` arrives by a second archetype move, after the call's hooks ran, so an
+    /// `on_add` hook of `T` does not see `B` yet.
     ///
     /// ```
     /// use tabula::World;

@@ -35,7 +35,7 @@ impl World {
     ///
     /// The common case — nothing to flush or clamp, the source archetype's cached edge, no
     /// hook, a move to a table with room — runs inline without a single call; everything
-    /// else takes the out-of-line [`insert_general`](Self::insert_general). A call anywhere
+    /// else takes an out-of-line general path. A call anywhere
     /// in the inline path, however rare, would clobber the caller-saved registers, so the
     /// values live across it (entity, location, edge, tick, the caller's own loop) would sit
     /// on the stack and be reloaded on every insert.
@@ -259,9 +259,8 @@ impl World {
     /// missing component.
     ///
     /// The components' `on_replace` and then `on_remove` [hooks](crate::HookKind) run first,
-    /// with the entity whole. (So removing a [`Parent`](crate::Parent) also takes the entity
-    /// out of its parent's [`Children`](crate::Children), and removing `Children` makes
-    /// every listed child a root, as [`remove_parent`](Self::remove_parent) and `despawn` do.)
+    /// with the entity whole (so removing one side of a
+    /// [relationship](crate::relationship) updates the other).
     ///
     /// ```
     /// let mut world = tabula::World::new();

@@ -20,7 +20,7 @@ use crate::location::ArchetypeId;
 use super::{World, missing, tick_now};
 
 /// Shared access to every entity's `T`, resolved once per archetype: the fast way to look up
-/// one component of many entities in no particular order (following `Parent` links, targets
+/// one component of many entities in no particular order (following relationship links, targets
 /// stored in other components, an entity list kept elsewhere).
 ///
 /// Made by [`World::view`]. Each lookup costs about what indexing a `Vec` through an index
