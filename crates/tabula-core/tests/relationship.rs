@@ -223,9 +223,21 @@ fn random_operations_keep_both_sides_in_step() {
         }
         for &e in &alive {
             assert!(world.contains(e), "step {step}: {e:?} should live");
-            assert_eq!(world.get::<Follows>(e).ok().map(|f| f.0), follows.get(&e).copied(), "step {step}");
-            assert_eq!(world.get::<DockedIn>(e).ok().map(|d| d.0), docked.get(&e).copied(), "step {step}");
-            let mut followers: Vec<Entity> = follows.iter().filter(|(_, t)| **t == e).map(|(s, _)| *s).collect();
+            assert_eq!(
+                world.get::<Follows>(e).ok().map(|f| f.0),
+                follows.get(&e).copied(),
+                "step {step}"
+            );
+            assert_eq!(
+                world.get::<DockedIn>(e).ok().map(|d| d.0),
+                docked.get(&e).copied(),
+                "step {step}"
+            );
+            let mut followers: Vec<Entity> = follows
+                .iter()
+                .filter(|(_, t)| **t == e)
+                .map(|(s, _)| *s)
+                .collect();
             let mut listed = world.related_sources::<Follows>(e).to_vec();
             followers.sort();
             listed.sort();
