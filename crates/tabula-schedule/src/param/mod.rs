@@ -558,9 +558,170 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     pub fn is_empty(&self) -> bool {
         self.count() == 0
     }
+
+    /// The items of `entities` that match, in that order, shared (entities may repeat;
+    /// those that do not match are skipped): bevy's `iter_many`.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Hp(u32);
+    /// struct Squad(Vec<Entity>);
+    /// #[derive(Default)]
+    /// struct Total(u32);
+    ///
+    /// fn squad_health(squads: Query<&Squad>, hp: Query<&Hp>, mut total: ResMut<Total>) {
+    ///     for squad in &squads {
+    ///         total.0 += hp.iter_many(squad.0.iter().copied()).map(|hp| hp.0).sum::<u32>();
+    ///     }
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Total>();
+    /// let a = world.spawn((Hp(3),));
+    /// let b = world.spawn((Hp(4),));
+    /// let gone = world.spawn((Hp(100),));
+    /// world.despawn(gone).unwrap();
+    /// world.spawn((Squad(vec![a, b, gone]),));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(squad_health);
+    /// schedule.run(&mut world);
+    /// assert_eq!(world.resource::<Total>().unwrap().0, 7);
+    /// ```
+    pub fn iter_many<I>(&self, entities: I) -> impl Iterator<Item = D::Item<'w>> + use<'_, 'w, 's, D, F, I>
+    where
+        D: ReadOnlyQueryData,
+        I: IntoIterator<Item = Entity>,
+    {
+        entities.into_iter().filter_map(|entity| self.get(entity).ok())
+    }
+
+    /// Calls `f` with the item of each of `entities` that matches, in that order, mutably
+    /// (entities may repeat: each call's item is gone before the next).
+    pub fn for_each_many_mut(
+        &mut self,
+        entities: impl IntoIterator<Item = Entity>,
+        mut f: impl FnMut(D::Item<'_>),
+    ) {
+        for entity in entities {
+            if let Ok(item) = self.get_mut(entity) {
+                f(item);
+            }
+        }
+    }
+
+    /// Every combination of `K` distinct matching items (each set once, in iteration order),
+    /// shared: bevy's `iter_combinations`, for pairwise interactions.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Pos(f32);
+    /// #[derive(Default)]
+    /// struct Closest(f32);
+    ///
+    /// fn closest_pair(points: Query<&Pos>, mut closest: ResMut<Closest>) {
+    ///     closest.0 = points
+    ///         .iter_combinations::<2>()
+    ///         .map(|[a, b]| (a.0 - b.0).abs())
+    ///         .fold(f32::INFINITY, f32::min);
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Closest>();
+    /// world.spawn_batch([(Pos(0.0),), (Pos(5.0),), (Pos(7.0),)]).for_each(drop);
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(closest_pair);
+    /// schedule.run(&mut world);
+    /// assert_eq!(world.resource::<Closest>().unwrap().0, 2.0);
+    /// ```
+    pub fn iter_combinations<const K: usize>(
+        &self,
+    ) -> impl Iterator<Item = [D::Item<'w>; K]> + use<'w, 's, D, F, K>
+    where
+        D: ReadOnlyQueryData,
+        D::Item<'w>: Clone,
+    {
+        let items: Vec<D::Item<'w>> = self.iter().collect();
+        Combinations::<K>::new(items.len()).map(move |indices| indices.map(|i| items[i].clone()))
+    }
+
+    /// Calls `f` with every combination of `K` distinct matching items, mutably (each set
+    /// once, in iteration order): bevy's `iter_combinations_mut`.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Charge(i32);
+    ///
+    /// // Every pair of charges trades one unit from the larger to the smaller.
+    /// fn balance(mut charges: Query<&mut Charge>) {
+    ///     charges.for_each_combination_mut(|[a, b]| {
+    ///         if a.0 > b.0 {
+    ///             a.0 -= 1;
+    ///             b.0 += 1;
+    ///         } else if b.0 > a.0 {
+    ///             b.0 -= 1;
+    ///             a.0 += 1;
+    ///         }
+    ///     });
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.spawn_batch([(Charge(10),), (Charge(0),), (Charge(2),)]).for_each(drop);
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(balance);
+    /// schedule.run(&mut world);
+    /// let total: i32 = world.query::<&Charge>().iter(&world).map(|c| c.0).sum();
+    /// assert_eq!(total, 12, "charge is conserved");
+    /// ```
+    pub fn for_each_combination_mut<const K: usize>(&mut self, mut f: impl FnMut([&mut D::Item<'_>; K])) {
+        let mut items: Vec<D::Item<'_>> = self.iter_mut().collect();
+        for indices in Combinations::<K>::new(items.len()) {
+            // The indices of a combination are distinct and in bounds.
+            if let Ok(items) = items.get_disjoint_mut(indices) {
+                f(items);
+            }
+        }
+    }
 }
 
 /// `for item in &query`: [`Query::iter`].
+/// The combinations of `K` distinct indices below `n`, each in increasing order,
+/// lexicographically: what [`Query::iter_combinations`] walks.
+struct Combinations<const K: usize> {
+    next: Option<[usize; K]>,
+    n: usize,
+}
+
+impl<const K: usize> Combinations<K> {
+    fn new(n: usize) -> Self {
+        let first: [usize; K] = std::array::from_fn(|i| i);
+        Self {
+            next: (K > 0 && K <= n).then_some(first),
+            n,
+        }
+    }
+}
+
+impl<const K: usize> Iterator for Combinations<K> {
+    type Item = [usize; K];
+
+    fn next(&mut self) -> Option<[usize; K]> {
+        let current = self.next?;
+        // Advance: the rightmost index that can move right moves, the ones after it follow.
+        let mut following = current;
+        self.next = (0..K).rev().find(|&i| following[i] < self.n - K + i).map(|i| {
+            following[i] += 1;
+            for j in i + 1..K {
+                following[j] = following[j - 1] + 1;
+            }
+            following
+        });
+        Some(current)
+    }
+}
+
 impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &Query<'w, 's, D, F> {
     type Item = D::Item<'w>;
     type IntoIter = QueryIter<'w, 's, D, F>;
@@ -933,3 +1094,19 @@ tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12)
 tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
 tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
 tuple_param!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+#[cfg(all(test, not(loom)))]
+mod combination_tests {
+    use super::Combinations;
+
+    #[test]
+    fn combinations_are_each_set_once_in_order() {
+        let pairs: Vec<[usize; 2]> = Combinations::<2>::new(4).collect();
+        assert_eq!(pairs, [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]);
+        assert_eq!(Combinations::<3>::new(6).count(), 20);
+        assert_eq!(Combinations::<1>::new(3).count(), 3);
+        assert_eq!(Combinations::<3>::new(2).count(), 0, "fewer items than K");
+        assert_eq!(Combinations::<0>::new(5).count(), 0);
+        assert_eq!(Combinations::<4>::new(4).collect::<Vec<_>>(), [[0, 1, 2, 3]]);
+    }
+}
