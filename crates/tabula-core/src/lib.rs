@@ -63,6 +63,7 @@ mod hierarchy;
 mod location;
 pub mod observer;
 pub mod query;
+mod relation;
 pub mod relationship;
 pub mod removal;
 mod resource;
@@ -100,6 +101,7 @@ pub use query::{
     Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
+pub use relation::{Related, Relation, Relations};
 pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
 pub use type_name::short_type_name;
