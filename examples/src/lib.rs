@@ -9,6 +9,8 @@
 //!   re-parenting and recursive despawn.
 //! * [`combat`]: a turn-based battle driven by events, resources, `Local` state, run
 //!   conditions and ordered sets.
+//! * [`skirmish`]: two squads in an arena — an observer-maintained spatial index, a
+//!   many-to-many "targets" relation and required components.
 //! * [`rng`]: the seeded generator the examples share.
 
 pub mod arena;
@@ -18,3 +20,4 @@ pub mod combat;
 pub mod hierarchy;
 pub mod particles;
 pub mod rng;
+pub mod skirmish;
