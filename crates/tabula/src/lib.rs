@@ -88,7 +88,7 @@ pub mod prelude {
     pub use tabula_core::{
         Added, Bundle, Changed, Children, Commands, Component, Entity, EntityError, Event, Events, Has,
         HookContext, HookWorld, Mut, OnAdd, OnDespawn, OnInsert, OnRemove, OnReplace, Or, Parent, Ref,
-        ResourceError, With, Without, World,
+        Relation, Relations, ResourceError, With, Without, World,
     };
     pub use tabula_schedule::prelude::*;
     // The derives (`Bundle` also names the trait above, in the macro namespace only).
