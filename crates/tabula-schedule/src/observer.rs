@@ -123,6 +123,10 @@ impl ObserverRunner for ObserverSystem {
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<CommandError>) {
         self.system.apply_deferred(world, errors);
     }
+
+    fn has_deferred(&self) -> bool {
+        self.system.has_deferred()
+    }
 }
 
 /// Adding observers to a [`World`] (see the [module docs](self)).
