@@ -213,7 +213,8 @@ impl<A: System<Out = bool>, B: System<Out = bool>> Combined<A, B> {
     }
 }
 
-impl<A: System<Out = bool>, B: System<Out = bool>> System for Combined<A, B> {
+impl<A: System<In = (), Out = bool>, B: System<In = (), Out = bool>> System for Combined<A, B> {
+    type In = ();
     type Out = bool;
 
     fn name(&self) -> &str {
@@ -245,7 +246,7 @@ impl<A: System<Out = bool>, B: System<Out = bool>> System for Combined<A, B> {
         }
     }
 
-    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> bool {
+    unsafe fn run_unsafe_with(&mut self, (): (), world: UnsafeWorldCell<'_>) -> bool {
         // SAFETY: forwarded contract; the caller holds this system's access, the union of
         // both parts', and the parts run one after the other.
         let first = unsafe { self.first.run_unsafe(world) };

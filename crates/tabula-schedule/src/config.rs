@@ -7,7 +7,7 @@ use crate::set::{IntoSystemSet, SetKey, SystemSet};
 use crate::system::{BoxedSystem, IntoSystem};
 
 /// A boxed run condition: a read-only system returning `bool`.
-pub type BoxedCondition = Box<dyn crate::System<Out = bool>>;
+pub type BoxedCondition = Box<dyn crate::System<In = (), Out = bool>>;
 
 /// Makes a fresh instance of a run condition (each system gets its own state).
 pub(crate) type ConditionFactory = Arc<dyn Fn() -> BoxedCondition + Send + Sync>;

@@ -51,6 +51,7 @@ mod hooks;
 pub mod observer;
 pub mod one_shot;
 mod param;
+mod pipe;
 mod schedule;
 mod set;
 mod skipped;
@@ -72,11 +73,12 @@ pub use param::{
     RunTicks, SystemMeta, SystemParam, SystemParamItem, Trigger,
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
+pub use pipe::{IsPipe, Pipe, PipeSystem};
 pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
 pub use system::{
-    BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, IntoSystem, System,
+    BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput, System,
     SystemParamFunction, apply_deferred,
 };
 pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
@@ -86,8 +88,8 @@ pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
     pub use crate::{
-        CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, IntoSetConfigs,
-        IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,
+        CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In, IntoSetConfigs,
+        IntoSystem, IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,
         SystemSet, Trigger, WorldObserve, WorldSystems, apply_deferred,
     };
 }

@@ -4,8 +4,12 @@
 //!
 //! A registered system keeps its state between runs (its `Local`s, its query caches, its
 //! entity lane), is initialised on its first run, and applies its commands as each run ends.
-//! The systems live in a resource per output type (`RegisteredSystems<O>`); a run takes the
-//! system out of it, so the system may use the whole world, and puts it back afterwards.
+//! The systems live in a resource per input and output type (`RegisteredSystems<O, I>`); a
+//! run takes the system out of it, so the system may use the whole world, and puts it back
+//! afterwards.
+//!
+//! A system whose first parameter is [`In<T>`](crate::In) takes a `T` on each run:
+//! `world.run_system_with(id, input)` (or `commands.run_system_with(id, input)`).
 //!
 //! ```
 //! use tabula::prelude::*;
@@ -35,36 +39,37 @@ use tabula_core::{Command, CommandError, Commands, World};
 use crate::system::{BoxedSystem, IntoSystem};
 
 /// The handle of a system registered with [`WorldSystems::register_system`]; `O` is what a
-/// run returns.
-pub struct SystemId<O = ()> {
+/// run returns and `I` what it takes (`T` for a system whose first parameter is
+/// [`In<T>`](crate::In); `()` otherwise).
+pub struct SystemId<O = (), I = ()> {
     index: u32,
     generation: u32,
-    _out: PhantomData<fn() -> O>,
+    _types: PhantomData<fn(I) -> O>,
 }
 
-impl<O> Clone for SystemId<O> {
+impl<O, I> Clone for SystemId<O, I> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<O> Copy for SystemId<O> {}
+impl<O, I> Copy for SystemId<O, I> {}
 
-impl<O> PartialEq for SystemId<O> {
+impl<O, I> PartialEq for SystemId<O, I> {
     fn eq(&self, other: &Self) -> bool {
         (self.index, self.generation) == (other.index, other.generation)
     }
 }
 
-impl<O> Eq for SystemId<O> {}
+impl<O, I> Eq for SystemId<O, I> {}
 
-impl<O> std::hash::Hash for SystemId<O> {
+impl<O, I> std::hash::Hash for SystemId<O, I> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         (self.index, self.generation).hash(state);
     }
 }
 
-impl<O> fmt::Debug for SystemId<O> {
+impl<O, I> fmt::Debug for SystemId<O, I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SystemId({}v{})", self.index, self.generation)
     }
@@ -101,28 +106,31 @@ impl fmt::Display for RunSystemError {
 impl std::error::Error for RunSystemError {}
 
 /// A registered system and whether it was initialised with this world.
-struct Entry<O> {
-    system: BoxedSystem<O>,
+struct Entry<O, I> {
+    system: BoxedSystem<O, I>,
     initialized: bool,
 }
 
 /// One slot of the registry: its generation, and the system unless it is running or the
 /// slot is free.
-struct Slot<O> {
+struct Slot<O, I> {
     generation: u32,
-    entry: Option<Entry<O>>,
+    entry: Option<Entry<O, I>>,
     registered: bool,
 }
 
-/// The one-shot systems returning `O` registered with a world, as a resource.
-struct RegisteredSystems<O: 'static> {
-    slots: Vec<Slot<O>>,
+/// The one-shot systems taking `I` and returning `O` registered with a world, as a resource.
+struct RegisteredSystems<O: 'static, I: 'static> {
+    slots: Vec<Slot<O, I>>,
 }
 
 /// Registering and running one-shot systems on a [`World`] (see the [module docs](self)).
 pub trait WorldSystems {
     /// Registers `system` and returns its id. It is initialised on its first run.
-    fn register_system<O: 'static, M>(&mut self, system: impl IntoSystem<O, M>) -> SystemId<O>;
+    fn register_system<O: 'static, I: 'static, M>(
+        &mut self,
+        system: impl IntoSystem<O, M, I>,
+    ) -> SystemId<O, I>;
 
     /// Runs the system once, applies the commands it recorded, and returns its output.
     ///
@@ -134,18 +142,54 @@ pub trait WorldSystems {
     /// system stays registered).
     fn run_system<O: 'static>(&mut self, id: SystemId<O>) -> Result<O, RunSystemError>;
 
+    /// Runs a system that takes an input (its first parameter is [`In<I>`](crate::In)) once
+    /// on `input`, applies the commands it recorded, and returns its output.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Hp(i32);
+    ///
+    /// fn damage(In((target, amount)): In<(Entity, i32)>, mut hp: Query<&mut Hp>) -> i32 {
+    ///     let mut hp = hp.get_mut(target).unwrap();
+    ///     hp.0 -= amount;
+    ///     hp.0
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// let orc = world.spawn((Hp(10),));
+    /// let hit = world.register_system(damage);
+    /// assert_eq!(world.run_system_with(hit, (orc, 3)).unwrap(), 7);
+    /// assert_eq!(world.run_system_with(hit, (orc, 4)).unwrap(), 3);
+    /// ```
+    ///
+    /// # Errors
+    /// As for [`run_system`](Self::run_system).
+    ///
+    /// # Panics
+    /// As for [`run_system`](Self::run_system).
+    fn run_system_with<O: 'static, I: 'static>(
+        &mut self,
+        id: SystemId<O, I>,
+        input: I,
+    ) -> Result<O, RunSystemError>;
+
     /// Unregisters the system, dropping it (and releasing what it held, its entity lane
     /// included).
     ///
     /// # Errors
     /// When `id` names no registered system, or the system is running.
-    fn unregister_system<O: 'static>(&mut self, id: SystemId<O>) -> Result<(), RunSystemError>;
+    fn unregister_system<O: 'static, I: 'static>(&mut self, id: SystemId<O, I>)
+    -> Result<(), RunSystemError>;
 }
 
 impl WorldSystems for World {
-    fn register_system<O: 'static, M>(&mut self, system: impl IntoSystem<O, M>) -> SystemId<O> {
-        let system: BoxedSystem<O> = Box::new(system.into_system());
-        let registry = registry::<O>(self);
+    fn register_system<O: 'static, I: 'static, M>(
+        &mut self,
+        system: impl IntoSystem<O, M, I>,
+    ) -> SystemId<O, I> {
+        let system: BoxedSystem<O, I> = Box::new(system.into_system());
+        let registry = registry::<O, I>(self);
         let entry = Some(Entry {
             system,
             initialized: false,
@@ -170,17 +214,25 @@ impl WorldSystems for World {
         SystemId {
             index: index as u32,
             generation: registry.slots[index].generation,
-            _out: PhantomData,
+            _types: PhantomData,
         }
     }
 
     fn run_system<O: 'static>(&mut self, id: SystemId<O>) -> Result<O, RunSystemError> {
+        self.run_system_with(id, ())
+    }
+
+    fn run_system_with<O: 'static, I: 'static>(
+        &mut self,
+        id: SystemId<O, I>,
+        input: I,
+    ) -> Result<O, RunSystemError> {
         let mut entry = take(self, id)?;
         if !entry.initialized {
             entry.system.initialize(self);
             entry.initialized = true;
         }
-        let run = catch_unwind(AssertUnwindSafe(|| entry.system.run(self)));
+        let run = catch_unwind(AssertUnwindSafe(|| entry.system.run_with(input, self)));
         let out = match run {
             Ok(out) => out,
             Err(payload) => {
@@ -198,28 +250,34 @@ impl WorldSystems for World {
         Ok(out)
     }
 
-    fn unregister_system<O: 'static>(&mut self, id: SystemId<O>) -> Result<(), RunSystemError> {
+    fn unregister_system<O: 'static, I: 'static>(
+        &mut self,
+        id: SystemId<O, I>,
+    ) -> Result<(), RunSystemError> {
         let entry = take(self, id)?;
-        let slot = &mut registry::<O>(self).slots[id.index as usize];
+        let slot = &mut registry::<O, I>(self).slots[id.index as usize];
         slot.registered = false;
         drop(entry);
         Ok(())
     }
 }
 
-/// The registry of systems returning `O`, made on first use.
-fn registry<O: 'static>(world: &mut World) -> &mut RegisteredSystems<O> {
-    if world.resource::<RegisteredSystems<O>>().is_err() {
-        world.insert_resource(RegisteredSystems::<O> { slots: Vec::new() });
+/// The registry of systems taking `I` and returning `O`, made on first use.
+fn registry<O: 'static, I: 'static>(world: &mut World) -> &mut RegisteredSystems<O, I> {
+    if world.resource::<RegisteredSystems<O, I>>().is_err() {
+        world.insert_resource(RegisteredSystems::<O, I> { slots: Vec::new() });
     }
     world
-        .resource_mut::<RegisteredSystems<O>>()
+        .resource_mut::<RegisteredSystems<O, I>>()
         .expect("just inserted")
 }
 
 /// Takes the system `id` out of the registry, for a run.
-fn take<O: 'static>(world: &mut World, id: SystemId<O>) -> Result<Entry<O>, RunSystemError> {
-    let slot = registry::<O>(world)
+fn take<O: 'static, I: 'static>(
+    world: &mut World,
+    id: SystemId<O, I>,
+) -> Result<Entry<O, I>, RunSystemError> {
+    let slot = registry::<O, I>(world)
         .slots
         .get_mut(id.index as usize)
         .filter(|slot| slot.registered && slot.generation == id.generation)
@@ -230,8 +288,8 @@ fn take<O: 'static>(world: &mut World, id: SystemId<O>) -> Result<Entry<O>, RunS
 }
 
 /// Puts the system `id` back after a run (unless it was unregistered meanwhile).
-fn put_back<O: 'static>(world: &mut World, id: SystemId<O>, entry: Entry<O>) {
-    if let Some(slot) = registry::<O>(world)
+fn put_back<O: 'static, I: 'static>(world: &mut World, id: SystemId<O, I>, entry: Entry<O, I>) {
+    if let Some(slot) = registry::<O, I>(world)
         .slots
         .get_mut(id.index as usize)
         .filter(|slot| slot.registered && slot.generation == id.generation)
@@ -245,21 +303,30 @@ pub trait CommandsRunSystem {
     /// Records a run of the one-shot system `id` (its output is dropped); a failure to run
     /// is reported as a skipped command.
     fn run_system<O: 'static>(&mut self, id: SystemId<O>);
+
+    /// Records a run of the one-shot system `id` on `input` (its output is dropped); a
+    /// failure to run is reported as a skipped command.
+    fn run_system_with<O: 'static, I: Send + 'static>(&mut self, id: SystemId<O, I>, input: I);
 }
 
 impl CommandsRunSystem for Commands<'_, '_> {
     fn run_system<O: 'static>(&mut self, id: SystemId<O>) {
-        self.add(RunSystem(id));
+        self.add(RunSystem(id, ()));
+    }
+
+    fn run_system_with<O: 'static, I: Send + 'static>(&mut self, id: SystemId<O, I>, input: I) {
+        self.add(RunSystem(id, input));
     }
 }
 
-/// The command behind [`CommandsRunSystem::run_system`].
-struct RunSystem<O>(SystemId<O>);
+/// The command behind [`CommandsRunSystem::run_system`] and
+/// [`run_system_with`](CommandsRunSystem::run_system_with).
+struct RunSystem<O, I>(SystemId<O, I>, I);
 
-impl<O: 'static> Command for RunSystem<O> {
+impl<O: 'static, I: Send + 'static> Command for RunSystem<O, I> {
     fn apply(self, world: &mut World) -> Result<(), CommandError> {
         world
-            .run_system(self.0)
+            .run_system_with(self.0, self.1)
             .map(drop)
             .map_err(|error| CommandError::Custom {
                 command: "run_system",

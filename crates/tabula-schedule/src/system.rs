@@ -1,5 +1,6 @@
 //! The [`System`] trait and the two ways plain functions become systems: functions of
-//! [`SystemParam`]s, and exclusive functions of `&mut World`.
+//! [`SystemParam`]s (optionally taking an [`In`] input first), and exclusive functions of
+//! `&mut World`.
 
 use std::any::{TypeId, type_name};
 use std::borrow::Cow;
@@ -8,9 +9,14 @@ use tabula_core::{CommandError, UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::param::{SystemMeta, SystemParam, SystemParamItem};
+use crate::pipe::Pipe;
 
 /// Something a schedule can run: a name, a declared access, and a body.
 pub trait System: Send + Sync + 'static {
+    /// What one run takes: `()` for most systems, `T` for a function whose first parameter
+    /// is [`In<T>`] (see [`IntoSystem::pipe`] and
+    /// [`WorldSystems::run_system_with`](crate::WorldSystems::run_system_with)).
+    type In;
     /// What one run returns (`()` for systems, `bool` for run conditions).
     type Out;
 
@@ -32,19 +38,39 @@ pub trait System: Send + Sync + 'static {
     /// Catches up with archetypes created since the last run.
     fn update_archetypes(&mut self, world: &World);
 
-    /// Runs the system.
+    /// Runs the system on `input`.
     ///
     /// # Safety
     /// The system was initialised with this world and its archetypes updated; for the whole
     /// call the caller holds the system's declared access (for an exclusive system: nothing
     /// else touches the world, and the cell allows mutation).
-    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> Self::Out;
+    unsafe fn run_unsafe_with(&mut self, input: Self::In, world: UnsafeWorldCell<'_>) -> Self::Out;
 
-    /// Runs the system with exclusive access to the world.
-    fn run(&mut self, world: &mut World) -> Self::Out {
+    /// Runs a system that takes no input.
+    ///
+    /// # Safety
+    /// As for [`run_unsafe_with`](Self::run_unsafe_with).
+    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> Self::Out
+    where
+        Self::In: NoInput,
+    {
+        // SAFETY: the caller's contract is `run_unsafe_with`'s.
+        unsafe { self.run_unsafe_with(NoInput::none(), world) }
+    }
+
+    /// Runs the system on `input` with exclusive access to the world.
+    fn run_with(&mut self, input: Self::In, world: &mut World) -> Self::Out {
         self.update_archetypes(world);
         // SAFETY: `&mut World` grants every access; the system was initialised by the caller.
-        unsafe { self.run_unsafe(UnsafeWorldCell::new_mutable(world)) }
+        unsafe { self.run_unsafe_with(input, UnsafeWorldCell::new_mutable(world)) }
+    }
+
+    /// Runs a system that takes no input with exclusive access to the world.
+    fn run(&mut self, world: &mut World) -> Self::Out
+    where
+        Self::In: NoInput,
+    {
+        self.run_with(NoInput::none(), world)
     }
 
     /// True when the last run recorded deferred work (commands).
@@ -78,27 +104,131 @@ pub trait System: Send + Sync + 'static {
     }
 }
 
-/// A boxed system of the schedule.
-pub type BoxedSystem<Out = ()> = Box<dyn System<Out = Out>>;
+/// The input of a system that takes none: implemented by `()` alone, so that
+/// [`System::run`] and [`System::run_unsafe`] exist only for such systems.
+pub trait NoInput {
+    /// The input.
+    fn none() -> Self;
+}
 
-/// Converts a function (or a system) into a [`System`].
-pub trait IntoSystem<Out, Marker>: Sized {
+impl NoInput for () {
+    fn none() {}
+}
+
+/// A boxed system of the schedule (one that takes no input, unless `In` says otherwise).
+pub type BoxedSystem<Out = (), In = ()> = Box<dyn System<In = In, Out = Out>>;
+
+/// The input of a system: a function whose first parameter is `In<T>` is a system that
+/// takes a `T` on each run — from the system piped into it ([`IntoSystem::pipe`]) or from
+/// [`WorldSystems::run_system_with`](crate::WorldSystems::run_system_with).
+///
+/// A system with an input cannot be added to a [`Schedule`](crate::Schedule) alone (nothing
+/// would give it one); pipe a system into it, and add the pipe.
+///
+/// ```
+/// use tabula::prelude::*;
+///
+/// fn double(In(n): In<u32>) -> u32 {
+///     n * 2
+/// }
+///
+/// let mut world = World::new();
+/// let id = world.register_system(double);
+/// assert_eq!(world.run_system_with(id, 21).unwrap(), 42);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct In<T>(pub T);
+
+impl<T> In<T> {
+    /// The input value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for In<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for In<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+/// Converts a function (or a combination of systems) into a [`System`] taking `In` (`()`
+/// unless the function's first parameter is [`In<T>`]) and returning `Out`.
+pub trait IntoSystem<Out, Marker, In = ()>: Sized {
     /// The system type.
-    type System: System<Out = Out>;
+    type System: System<In = In, Out = Out>;
 
     /// Makes the system.
     fn into_system(self) -> Self::System;
+
+    /// One system that runs `self`, then `next` on what `self` returned (`next`'s first
+    /// parameter is `In<Out>`): bevy's `pipe`.
+    ///
+    /// The pipe's access is the union of both systems' (the schedule orders it against
+    /// others as one system), its input is `self`'s and its output `next`'s; a pipe
+    /// returning `()` and taking no input is added to a [`Schedule`](crate::Schedule) like
+    /// any system. Commands the two record are applied together, `self`'s first, after the
+    /// pipe's run: `next` does not see `self`'s commands applied.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Fuel(f32);
+    /// #[derive(Default)]
+    /// struct Log(Vec<String>);
+    ///
+    /// fn burn(mut tanks: Query<&mut Fuel>) -> Result<(), String> {
+    ///     for mut fuel in &mut tanks {
+    ///         fuel.0 -= 30.0;
+    ///         if fuel.0 < 0.0 {
+    ///             return Err(format!("a tank ran dry ({})", fuel.0));
+    ///         }
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// fn report(In(result): In<Result<(), String>>, mut log: ResMut<Log>) {
+    ///     if let Err(error) = result {
+    ///         log.0.push(error);
+    ///     }
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Log>();
+    /// world.spawn((Fuel(50.0),));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(burn.pipe(report));
+    /// schedule.run(&mut world); // 20 left
+    /// schedule.run(&mut world); // dry
+    /// assert_eq!(world.resource::<Log>().unwrap().0, ["a tank ran dry (-10)"]);
+    /// ```
+    fn pipe<B, BOut, BMarker>(self, next: B) -> Pipe<Self, B>
+    where
+        B: IntoSystem<BOut, BMarker, Out>,
+    {
+        Pipe { first: self, next }
+    }
 }
 
-/// A function whose parameters are all [`SystemParam`]s.
+/// A function whose parameters are all [`SystemParam`]s, after an optional [`In`] input.
 pub trait SystemParamFunction<Marker>: Send + Sync + 'static {
+    /// The input (`T` for a first parameter `In<T>`, else `()`).
+    type In;
     /// The parameters, as a tuple.
     type Param: SystemParam;
     /// The return type.
     type Out;
 
     /// Calls the function.
-    fn call(&mut self, param: SystemParamItem<'_, '_, Self::Param>) -> Self::Out;
+    fn call(&mut self, input: Self::In, param: SystemParamItem<'_, '_, Self::Param>) -> Self::Out;
 }
 
 /// A system made from a [`SystemParamFunction`].
@@ -112,7 +242,8 @@ pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
 /// Marks the `IntoSystem` implementation for parameter functions.
 pub struct IsFunctionSystem;
 
-impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<F::Out, (IsFunctionSystem, Marker)> for F
+impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<F::Out, (IsFunctionSystem, Marker), F::In>
+    for F
 where
     F::Out: 'static,
 {
@@ -136,6 +267,7 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
 where
     F::Out: 'static,
 {
+    type In = F::In;
     type Out = F::Out;
 
     fn name(&self) -> &str {
@@ -165,7 +297,7 @@ where
         F::Param::update_archetypes(state, world);
     }
 
-    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> F::Out {
+    unsafe fn run_unsafe_with(&mut self, input: F::In, world: UnsafeWorldCell<'_>) -> F::Out {
         let Some(state) = &mut self.state else {
             not_initialized(self.meta.name())
         };
@@ -174,7 +306,7 @@ where
         let ticks = world.start_run(&mut this_run);
         // SAFETY: forwarded contract: initialised, archetypes updated, access held.
         let params = unsafe { F::Param::get_param(state, &self.meta, world, ticks) };
-        let out = self.function.call(params);
+        let out = self.function.call(input, params);
         self.meta.set_last_run(this_run);
         out
     }
@@ -221,11 +353,12 @@ macro_rules! function_system {
             for<'a> &'a mut Func: FnMut($($param),*) -> Out + FnMut($(SystemParamItem<'_, '_, $param>),*) -> Out,
             Out: 'static,
         {
+            type In = ();
             type Param = ($($param,)*);
             type Out = Out;
 
             #[inline]
-            fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> Out {
+            fn call(&mut self, _: (), param: SystemParamItem<'_, '_, ($($param,)*)>) -> Out {
                 // Calling through a helper pins the closure's signature to the item types.
                 fn call_inner<Out, $($param),*>(mut f: impl FnMut($($param),*) -> Out, $($param: $param),*) -> Out {
                     f($($param),*)
@@ -234,8 +367,38 @@ macro_rules! function_system {
                 call_inner(self, $($param),*)
             }
         }
+
+        #[allow(non_snake_case)]
+        impl<Input, Out, Func, $($param: SystemParam),*> SystemParamFunction<(HasInput, fn(In<Input>, $($param,)*) -> Out)> for Func
+        where
+            Func: Send + Sync + 'static,
+            for<'a> &'a mut Func: FnMut(In<Input>, $($param),*) -> Out + FnMut(In<Input>, $(SystemParamItem<'_, '_, $param>),*) -> Out,
+            Input: 'static,
+            Out: 'static,
+        {
+            type In = Input;
+            type Param = ($($param,)*);
+            type Out = Out;
+
+            #[inline]
+            fn call(&mut self, input: Input, param: SystemParamItem<'_, '_, ($($param,)*)>) -> Out {
+                // Calling through a helper pins the closure's signature to the item types.
+                fn call_inner<Input, Out, $($param),*>(
+                    mut f: impl FnMut(In<Input>, $($param),*) -> Out,
+                    input: In<Input>,
+                    $($param: $param),*
+                ) -> Out {
+                    f(input, $($param),*)
+                }
+                let ($($param,)*) = param;
+                call_inner(self, In(input), $($param),*)
+            }
+        }
     };
 }
+
+/// Marks the [`SystemParamFunction`] implementations for functions taking an [`In`] input.
+pub struct HasInput;
 
 function_system!();
 function_system!(P0);
@@ -312,6 +475,7 @@ impl<Marker: 'static, F: ExclusiveSystemFunction<Marker>> System for ExclusiveSy
 where
     F::Out: 'static,
 {
+    type In = ();
     type Out = F::Out;
 
     fn name(&self) -> &str {
@@ -330,7 +494,7 @@ where
 
     fn update_archetypes(&mut self, _: &World) {}
 
-    unsafe fn run_unsafe(&mut self, world: UnsafeWorldCell<'_>) -> F::Out {
+    unsafe fn run_unsafe_with(&mut self, (): (), world: UnsafeWorldCell<'_>) -> F::Out {
         // SAFETY: an exclusive system's caller guarantees nothing else touches the world and
         // the cell allows mutation (the trait's contract).
         let world = unsafe { world.world_mut() };
