@@ -132,6 +132,51 @@ pub struct OrderedPair {
     pub path: Vec<Dependency>,
 }
 
+/// Why a labelled schedule could not be run or changed, or a system not removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// No schedule has this label (nothing was added to it).
+    NoSchedule(String),
+    /// The schedule is running: it was asked from inside its own run.
+    Running(String),
+    /// No system of the schedule (named when it has a label) is in the set or function.
+    NoSystem {
+        /// The schedule's label, when the schedule was reached through one.
+        schedule: Option<String>,
+        /// The set or function that named no system.
+        set: String,
+    },
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoSchedule(label) => write!(
+                f,
+                "no schedule is labelled `{label}`; add systems to it first (world.add_systems({label}, ...))"
+            ),
+            Self::Running(label) => write!(
+                f,
+                "schedule `{label}` is running (this was asked by one of its own systems); run or \
+                 change it after its run, from another schedule"
+            ),
+            Self::NoSystem {
+                schedule: Some(label),
+                set,
+            } => write!(
+                f,
+                "no system of schedule `{label}` is in `{set}`; nothing was removed"
+            ),
+            Self::NoSystem { schedule: None, set } => {
+                write!(f, "no system of the schedule is in `{set}`; nothing was removed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
 /// A set of systems with ordering, run as one unit.
 ///
 /// ```
@@ -1214,6 +1259,109 @@ impl Schedule {
             .iter()
             .map(|&n| built.names[n].clone())
             .collect())
+    }
+
+    /// Removes every system in `set` — the systems made from a function, or the members of
+    /// a [`SystemSet`](crate::SystemSet) — and returns how many were removed. Each is dropped
+    /// with its state and run conditions, releasing what it held: its `Local`s, its query
+    /// caches and the entity lane its `Commands` reserved ids in, so systems added and removed
+    /// in a loop leave the world's [lane count](tabula_core::World::entity_lane_count) flat.
+    /// The graph is rebuilt on the next run.
+    ///
+    /// Orderings that named a removed system follow it out: a `chain` through it stays a
+    /// chain (the systems chained before it stay ordered before the ones chained after it),
+    /// and `before`/`after` constraints naming its function or set act as constraints on an
+    /// empty set, which pass their order on (`a.before(f)` with `b.after(f)` still orders `a`
+    /// before `b`) and otherwise order nothing. Sets configured with
+    /// [`configure_sets`](Self::configure_sets) stay configured.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Log(Vec<&'static str>);
+    /// fn tick(mut log: ResMut<Log>) {
+    ///     log.0.push("tick");
+    /// }
+    /// fn tock(mut log: ResMut<Log>) {
+    ///     log.0.push("tock");
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Log>();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((tick, tock).chain());
+    /// schedule.run(&mut world);
+    /// assert_eq!(schedule.remove_systems(tick), Ok(1));
+    /// schedule.run(&mut world);
+    /// assert_eq!(world.resource::<Log>().unwrap().0, ["tick", "tock", "tock"]);
+    /// assert!(schedule.remove_systems(tick).is_err()); // nothing left to remove
+    /// ```
+    ///
+    /// # Errors
+    /// [`ScheduleError::NoSystem`] when no system of the schedule is in `set`; nothing
+    /// changes then.
+    pub fn remove_systems<M>(&mut self, set: impl IntoSystemSet<M>) -> Result<usize, ScheduleError> {
+        let set = set.into_set_key();
+        let key = match set.function() {
+            Some(function) => SetKey::of(FunctionSet {
+                function: function.function,
+                name: "",
+            }),
+            None => set.clone(),
+        };
+        let removed: Vec<bool> = (0..self.slots.len())
+            .map(|index| self.membership(index).contains(&key))
+            .collect();
+        let count = removed.iter().filter(|&&r| r).count();
+        if count == 0 {
+            return Err(ScheduleError::NoSystem {
+                schedule: None,
+                set: format!("{set:?}"),
+            });
+        }
+        // A chain through a removed system is bridged, one removed system at a time, so a
+        // run of removed systems in a chain still joins its two ends.
+        let mut edges = std::mem::take(&mut self.chain_edges);
+        for gone in (0..removed.len()).filter(|&index| removed[index]) {
+            let into: Vec<usize> = edges.iter().filter(|e| e.1 == gone).map(|e| e.0).collect();
+            let out: Vec<usize> = edges.iter().filter(|e| e.0 == gone).map(|e| e.1).collect();
+            edges.retain(|&(from, to)| from != gone && to != gone);
+            for &from in &into {
+                for &to in &out {
+                    if !edges.contains(&(from, to)) {
+                        edges.push((from, to));
+                    }
+                }
+            }
+        }
+        // Old slot index -> new one, for the slots that stay.
+        let mut new_index = vec![usize::MAX; removed.len()];
+        let mut next = 0;
+        for (index, &gone) in removed.iter().enumerate() {
+            if !gone {
+                new_index[index] = next;
+                next += 1;
+            }
+        }
+        self.chain_edges = edges
+            .into_iter()
+            .map(|(from, to)| (new_index[from], new_index[to]))
+            .collect();
+        self.initialized -= removed[..self.initialized].iter().filter(|&&r| r).count();
+        let mut index = 0;
+        self.added.retain(|_| {
+            index += 1;
+            !removed[index - 1]
+        });
+        let mut index = 0;
+        // Dropping a slot drops its system, its conditions and what they hold.
+        self.slots.retain(|_| {
+            index += 1;
+            !removed[index - 1]
+        });
+        self.built = None;
+        Ok(count)
     }
 
     /// How many systems the schedule holds.
