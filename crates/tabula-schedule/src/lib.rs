@@ -57,6 +57,7 @@ mod set;
 mod skipped;
 mod sync;
 mod system;
+mod system_state;
 mod trace;
 
 pub use access::SystemAccess;
@@ -81,6 +82,7 @@ pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput, System,
     SystemParamFunction, apply_deferred,
 };
+pub use system_state::{ReadOnlySystemParam, SystemState};
 pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
 
 /// The names system code uses every day.
