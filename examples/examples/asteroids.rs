@@ -1,14 +1,20 @@
 //! Asteroids, headless: the flagship example.
 //!
 //! ```text
-//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE] [--trace FILE]
+//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE]
 //! ```
 //!
 //! `--asteroids N` is how many asteroids the first level starts with (each later level
-//! starts with one more); 3 is the classic game. The default, 50,000, gives the systems
-//! enough rows each to be worth running side by side (the default 3600 frames take about
-//! 1.5 s in release on a 2-core machine); the field is then so crowded that the ship is soon
-//! destroyed and the game is mostly asteroids drifting.
+//! starts with one more); the default, 3, is the classic game, which the scripted pilot
+//! plays through level after level, its ship coming back after each crash. `--swarm N`
+//! (default 50,000) adds dust motes that drift and swirl through the field and touch
+//! nothing: they give the parallel systems enough rows to be worth running side by side
+//! without crowding the game. `--swarm 0` is the classic game alone.
+//!
+//! To look at it: `--watch N` draws every Nth frame in the terminal, live at the game's
+//! pace (60 frames a second); `--gif FILE` writes every third frame to an animated GIF
+//! (300 × 225 pixels, half the playfield's size), for example
+//! `--frames 1800 --swarm 2000 --gif asteroids.gif`.
 //!
 //! Prints one line per simulated second, then frame-time statistics, entity totals, what
 //! the traces say (how many threads worked at once on average, and how much of each frame
@@ -18,22 +24,29 @@
 //! seed gives the same game whatever the thread count.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::time::Instant;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 use tabula::schedule::ExecutorKind;
-use tabula_examples::asteroids::Game;
-
-/// Asteroids the first level starts with unless `--asteroids` says otherwise.
-const DEFAULT_ASTEROIDS: u32 = 50_000;
+use tabula_examples::asteroids::components::Settings;
+use tabula_examples::asteroids::view::{Canvas, GifRecorder};
+use tabula_examples::asteroids::{CLASSIC_ASTEROIDS, DT, Game};
 use tabula_examples::cli::{self, Args};
 
-const USAGE: &str =
-    "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--dot FILE] [--trace FILE]";
+/// Dust motes in the field unless `--swarm` says otherwise.
+const DEFAULT_SWARM: u32 = 50_000;
+
+/// Every how many frames `--gif` records one.
+const GIF_EVERY: u32 = 3;
+
+const USAGE: &str = "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE]";
 
 struct Options {
     seed: u64,
     frames: u32,
-    asteroids: u32,
+    settings: Settings,
+    watch: Option<u32>,
+    gif: Option<String>,
     dot: Option<String>,
     trace: Option<String>,
 }
@@ -43,7 +56,12 @@ fn main() {
     let options = Options {
         seed: args.get_or("--seed", 1),
         frames: args.get_or("--frames", 3600),
-        asteroids: args.get_or("--asteroids", DEFAULT_ASTEROIDS),
+        settings: Settings {
+            asteroids: args.get_or("--asteroids", CLASSIC_ASTEROIDS),
+            swarm: args.get_or("--swarm", DEFAULT_SWARM),
+        },
+        watch: args.get::<u32>("--watch").map(|n| n.max(1)),
+        gif: args.get("--gif"),
         dot: args.get("--dot"),
         trace: args.get("--trace"),
     };
@@ -51,7 +69,7 @@ fn main() {
 }
 
 fn play(options: &Options, threads: usize) {
-    let mut game = Game::with_asteroids(options.seed, ExecutorKind::Parallel, options.asteroids);
+    let mut game = Game::with_settings(options.seed, ExecutorKind::Parallel, options.settings);
     if let Some(path) = &options.dot {
         let dot = game
             .schedule
@@ -62,9 +80,21 @@ fn play(options: &Options, threads: usize) {
     }
     game.schedule.set_tracing(true);
     println!(
-        "asteroids: seed {}, {} frames, {} threads, {} asteroids at the start",
-        options.seed, options.frames, threads, options.asteroids
+        "asteroids: seed {}, {} frames, {} threads, {} asteroids at the start, {} dust motes",
+        options.seed, options.frames, threads, options.settings.asteroids, options.settings.swarm
     );
+    let mut terminal = options.watch.map(|every| (every, Canvas::new(100, 37)));
+    if terminal.is_some() {
+        // Clear the screen once; each picture then homes the cursor and draws over the last.
+        print!("\x1b[2J");
+    }
+    let mut gif = options.gif.as_ref().map(|path| {
+        let file = std::fs::File::create(path).unwrap_or_else(|e| panic!("cannot create {path}: {e}"));
+        let canvas = Canvas::new(300, 225);
+        let recorder = GifRecorder::new(std::io::BufWriter::new(file), 300, 225, 5)
+            .unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+        (recorder, canvas)
+    });
     let mut frame_times = Vec::with_capacity(options.frames as usize);
     let mut concurrency = 0.0;
     let mut attributed = Vec::with_capacity(options.frames as usize);
@@ -79,7 +109,32 @@ fn play(options: &Options, threads: usize) {
         overlapping_frames += u32::from(trace.overlap().overlapping_systems > 0);
         attributed.push(trace.attributed());
         peak_entities = peak_entities.max(game.world.len());
-        if frame % 60 == 0 {
+        if let Some((recorder, canvas)) = &mut gif
+            && frame % GIF_EVERY == 1
+        {
+            canvas.paint(&mut game.world);
+            recorder
+                .record(canvas)
+                .unwrap_or_else(|e| panic!("cannot write the GIF: {e}"));
+        }
+        if let Some((every, canvas)) = &mut terminal
+            && frame % *every == 0
+        {
+            canvas.paint(&mut game.world);
+            let state = game.state();
+            println!(
+                "\x1b[H{}frame {frame:>6}  level {:>2}  lives {}  hits {:>4}{}",
+                canvas.to_text(),
+                state.level,
+                state.lives,
+                state.hits,
+                if state.playing { "" } else { "  GAME OVER" }
+            );
+            std::io::stdout().flush().ok();
+            let due = Duration::from_secs_f32(DT * *every as f32);
+            std::thread::sleep(due.saturating_sub(start.elapsed()));
+        }
+        if terminal.is_none() && frame % 60 == 0 {
             let state = game.state();
             let (ships, asteroids, bullets) = game.census();
             println!(
@@ -92,6 +147,13 @@ fn play(options: &Options, threads: usize) {
                 if state.playing { "" } else { "  GAME OVER" },
             );
         }
+    }
+    if let (Some(path), Some((recorder, _))) = (&options.gif, gif) {
+        recorder
+            .finish()
+            .and_then(|mut out| out.flush().map_err(Into::into))
+            .unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+        println!("{} frames written to {path}", options.frames.div_ceil(GIF_EVERY));
     }
     if let Some(path) = &options.trace {
         let trace = game.schedule.last_trace().expect("every frame is traced");

@@ -1,7 +1,9 @@
 //! The flagship example's promise: the same seed gives the same game, whatever the threads.
 
 use tabula::schedule::ExecutorKind;
-use tabula_examples::asteroids::{CLASSIC_ASTEROIDS, Game, components::GameState};
+use tabula_examples::asteroids::components::{GameState, Settings};
+use tabula_examples::asteroids::view::{Canvas, GifRecorder, Ink};
+use tabula_examples::asteroids::{CLASSIC_ASTEROIDS, Game};
 
 fn play(
     seed: u64,
@@ -19,12 +21,22 @@ fn play_with(
     executor: ExecutorKind,
     asteroids: u32,
 ) -> (GameState, Vec<tabula_examples::asteroids::EntityState>) {
+    play_settings(seed, frames, threads, executor, Settings { asteroids, swarm: 0 })
+}
+
+fn play_settings(
+    seed: u64,
+    frames: u32,
+    threads: usize,
+    executor: ExecutorKind,
+    settings: Settings,
+) -> (GameState, Vec<tabula_examples::asteroids::EntityState>) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .unwrap();
     pool.install(|| {
-        let mut game = Game::with_asteroids(seed, executor, asteroids);
+        let mut game = Game::with_settings(seed, executor, settings);
         for _ in 0..frames {
             game.step();
         }
@@ -59,18 +71,124 @@ fn different_seeds_give_different_games() {
 
 #[test]
 fn a_big_game_ends_the_same_with_one_thread_and_all_threads() {
-    // `--asteroids N`: a crowded field, as the example's default run plays it.
-    let (asteroids, frames) = if cfg!(debug_assertions) {
-        (3_000, 240)
+    // `--swarm N`: the classic game in a field of dust, as the example's default run plays
+    // it; and `--asteroids N`, a crowded field.
+    let (swarm, asteroids, frames) = if cfg!(debug_assertions) {
+        (3_000, 300, 240)
     } else {
-        (20_000, 600)
+        (20_000, 3_000, 600)
     };
-    let one = play_with(3, frames, 1, ExecutorKind::Parallel, asteroids);
-    let many = play_with(3, frames, 4, ExecutorKind::Parallel, asteroids);
-    let serial = play_with(3, frames, 1, ExecutorKind::SingleThreaded, asteroids);
-    assert!(one.1.len() >= asteroids as usize, "{} entities", one.1.len());
-    assert_eq!(one, many, "1 thread vs 4 threads");
-    assert_eq!(one, serial, "parallel vs single-threaded executor");
+    for settings in [
+        Settings {
+            asteroids: CLASSIC_ASTEROIDS,
+            swarm,
+        },
+        Settings { asteroids, swarm: 0 },
+    ] {
+        let one = play_settings(3, frames, 1, ExecutorKind::Parallel, settings);
+        let many = play_settings(3, frames, 4, ExecutorKind::Parallel, settings);
+        let serial = play_settings(3, frames, 1, ExecutorKind::SingleThreaded, settings);
+        let at_least = (settings.asteroids + settings.swarm) as usize;
+        assert!(one.1.len() >= at_least, "{} entities", one.1.len());
+        assert_eq!(one, many, "{settings:?}: 1 thread vs 4 threads");
+        assert_eq!(one, serial, "{settings:?}: parallel vs single-threaded executor");
+    }
+}
+
+/// Plays `frames` frames and returns the longest run of frames in which a life was waiting
+/// (no ship, lives left, game on), and the state at the end.
+fn longest_wait_for_a_ship(seed: u64, settings: Settings, frames: u32) -> (u32, GameState) {
+    let mut game = Game::with_settings(seed, ExecutorKind::SingleThreaded, settings);
+    let (mut longest, mut current) = (0, 0);
+    for _ in 0..frames {
+        game.step();
+        let state = game.state();
+        let (ships, _, _) = game.census();
+        if ships == 0 && state.playing {
+            current += 1;
+            longest = longest.max(current);
+        } else {
+            current = 0;
+        }
+    }
+    (longest, game.state())
+}
+
+#[test]
+fn a_lost_ship_comes_back_and_the_pilot_plays_on() {
+    // A wreck drifts for 5 s (its death throes); then the next ship appears at a safe spot
+    // or, after 3 s more, at the safest one: never more than about 8 s without a ship.
+    let limit = 60 * 8 + 2;
+    let mut lost = 0;
+    for seed in 1..=4 {
+        let classic = Settings {
+            asteroids: CLASSIC_ASTEROIDS,
+            swarm: 0,
+        };
+        let (wait, state) = longest_wait_for_a_ship(seed, classic, 7200);
+        assert!(
+            state.level >= 2,
+            "seed {seed}: the pilot clears levels: {state:?}"
+        );
+        assert!(
+            wait <= limit,
+            "seed {seed}: {wait} frames without a ship: {state:?}"
+        );
+        lost += 3 - state.lives;
+    }
+    assert!(lost > 0, "some ship is lost in four 2-minute games");
+    // A crowded field (the classic game stopped here: the centre was never clear again).
+    let (wait, state) = longest_wait_for_a_ship(
+        1,
+        Settings {
+            asteroids: 40,
+            swarm: 0,
+        },
+        3600,
+    );
+    assert!(state.lives < 3, "40 asteroids cost the pilot a ship: {state:?}");
+    assert!(
+        wait <= limit,
+        "{wait} frames without a ship among 40 asteroids: {state:?}"
+    );
+}
+
+#[test]
+fn a_frame_can_be_looked_at_as_text_and_as_a_gif() {
+    let mut game = Game::with_settings(
+        2,
+        ExecutorKind::SingleThreaded,
+        Settings {
+            asteroids: CLASSIC_ASTEROIDS,
+            swarm: 200,
+        },
+    );
+    game.step();
+    let mut canvas = Canvas::new(100, 37);
+    canvas.paint(&mut game.world);
+    let text = canvas.to_text();
+    assert!(text.contains('A'), "the ship:\n{text}");
+    assert!(text.contains('#'), "asteroids:\n{text}");
+    assert!(text.contains('.'), "dust:\n{text}");
+    // The ship starts at the centre of the field.
+    assert_eq!(canvas.get(50, 18), Ink::Ship, "\n{text}");
+
+    let mut gif = GifRecorder::new(Vec::new(), 60, 45, 5).unwrap();
+    let mut small = Canvas::new(60, 45);
+    for _ in 0..4 {
+        small.paint(&mut game.world);
+        gif.record(&small).unwrap();
+        game.step();
+    }
+    let bytes = gif.finish().unwrap();
+    assert_eq!(&bytes[..6], b"GIF89a");
+    let mut decoder = gif::DecodeOptions::new().read_info(&bytes[..]).unwrap();
+    let mut frames = 0;
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        assert_eq!((frame.width, frame.height), (60, 45));
+        frames += 1;
+    }
+    assert_eq!(frames, 4);
 }
 
 #[test]

@@ -107,6 +107,9 @@ pub struct GameState {
     pub hits: u32,
     /// False once the last life is lost.
     pub playing: bool,
+    /// Seconds since the ship was lost, while a life is waiting to be played (0 while a
+    /// ship flies).
+    pub respawn_wait: f32,
 }
 
 /// How big a game is: fixed when it starts.
@@ -114,6 +117,9 @@ pub struct GameState {
 pub struct Settings {
     /// Asteroids the first level starts with; each later level starts with one more.
     pub asteroids: u32,
+    /// Dust motes drifting through the field: scenery that collides with nothing, there to
+    /// give the parallel systems rows to share (see [`Dust`]).
+    pub swarm: u32,
 }
 
 /// The scripted pilot's inputs for this frame.
@@ -134,6 +140,14 @@ pub struct Time {
     pub dt: f32,
     /// Frames simulated.
     pub frame: u64,
+}
+
+/// A mote of the dust swarm: it drifts, swirls and is drawn, and touches nothing, so a
+/// big swarm loads every frame without changing how the game plays.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dust {
+    /// Radians per second the mote's heading turns.
+    pub swirl: f32,
 }
 
 /// What the headless renderer drew in the last frame.

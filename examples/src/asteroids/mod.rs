@@ -4,14 +4,22 @@
 //! The game is a [`World`] plus a [`Schedule`] of small systems in three phases:
 //!
 //! * `PreUpdate`: the game manager (ship spawning, levels) and the scripted pilot;
-//! * `Update`: controls, the gun, bullet ageing, death throes, movement (in parallel);
+//! * `Update`: controls, the gun, bullet ageing, death throes, the dust's swirl, movement
+//!   (in parallel);
 //! * `PostUpdate`: collisions, then the headless renderer and the audio queue.
 //!
 //! A ship or asteroid changes state by swapping components (a destroyed ship loses its
-//! controls, gun and collision circle and gains `DeathThroes`), as in the original.
+//! controls, gun and collision circle and gains `DeathThroes`), as in the original. A lost
+//! ship comes back at a safe spot, or at the safest one after a few seconds.
+//!
+//! The classic game is small: a handful of asteroids. To give the parallel systems rows to
+//! share, a game can carry a *swarm* of dust motes ([`Settings::swarm`]) that drift and
+//! swirl through the field and touch nothing, so the load grows without changing the game.
+//! [`view`] draws a frame, for the terminal or an animated GIF.
 
 pub mod components;
 pub mod systems;
+pub mod view;
 
 use tabula::prelude::*;
 use tabula::schedule::ExecutorKind;
@@ -61,15 +69,45 @@ impl Game {
     /// A new game whose first level starts with `asteroids` asteroids (each later level with
     /// one more), with the given seed, using the given executor.
     pub fn with_asteroids(seed: u64, executor: ExecutorKind, asteroids: u32) -> Self {
+        Self::with_settings(seed, executor, Settings { asteroids, swarm: 0 })
+    }
+
+    /// A new game of the given size (asteroids, and the dust swarm spawned with it), with
+    /// the given seed, using the given executor.
+    pub fn with_settings(seed: u64, executor: ExecutorKind, settings: Settings) -> Self {
         let mut world = World::new();
-        world.insert_resource(Settings { asteroids });
+        world.insert_resource(settings);
         world.insert_resource(GameState {
             lives: 3,
             level: 0,
             hits: 0,
             playing: true,
+            respawn_wait: 0.0,
         });
-        world.insert_resource(Rng::new(seed));
+        let mut rng = Rng::new(seed);
+        let motes: Vec<_> = (0..settings.swarm)
+            .map(|_| {
+                let angle = rng.range(0.0, std::f32::consts::TAU);
+                let speed = rng.range(5.0, 25.0);
+                (
+                    Dust {
+                        swirl: rng.range(-0.5, 0.5),
+                    },
+                    Position {
+                        x: rng.range(0.0, WIDTH),
+                        y: rng.range(0.0, HEIGHT),
+                        rotation: 0.0,
+                    },
+                    Motion {
+                        velocity: (angle.cos() * speed, angle.sin() * speed),
+                        angular_velocity: 0.0,
+                        damping: 0.0,
+                    },
+                )
+            })
+            .collect();
+        world.spawn_batch(motes);
+        world.insert_resource(rng);
         world.insert_resource(Pilot::default());
         world.insert_resource(Time { dt: DT, frame: 0 });
         world.init_resource::<RenderStats>();
@@ -91,7 +129,8 @@ impl Game {
                 gun.after(gun_controls).after(motion_controls),
                 bullet_age,
                 death_throes,
-                movement.after(motion_controls),
+                swirl,
+                movement.after(motion_controls).after(swirl),
             )
                 .in_set(CoreSet::Update),
         );

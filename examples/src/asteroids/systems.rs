@@ -50,14 +50,10 @@ fn spawn_asteroid(commands: &mut Commands, rng: &mut Rng, radius: f32, x: f32, y
     ));
 }
 
-fn spawn_ship(commands: &mut Commands) {
+fn spawn_ship(commands: &mut Commands, at: Position) {
     commands.spawn((
         Spaceship,
-        Position {
-            x: CENTRE.0,
-            y: CENTRE.1,
-            rotation: 0.0,
-        },
+        at,
         Motion {
             velocity: (0.0, 0.0),
             angular_velocity: 0.0,
@@ -81,11 +77,57 @@ fn spawn_ship(commands: &mut Commands) {
     ));
 }
 
-/// Spawns the ship when there is none and lives remain (only once the centre is clear), and
-/// starts the next level when every asteroid and bullet is gone.
+/// How far from every asteroid's edge a spot must be for a new ship to appear there.
+const SAFE_CLEARANCE: f32 = 50.0;
+/// Seconds a life waits for a safe spot; after that the ship appears at the safest spot
+/// there is, safe or not (a crowded field must not stop the game).
+const RESPAWN_TIMEOUT: f32 = 3.0;
+
+/// The spot where a new ship would be safest, and how far it is from the nearest
+/// asteroid's edge: the centre when it is clear, as in the classic game, else the clearest
+/// point of a 12 × 9 grid over the field (the first of equals, so the choice is the same on
+/// every run).
+fn safest_spot(asteroids: &Query<(&Position, Option<&Collision>), With<Asteroid>>) -> (Position, f32) {
+    let clearance = |spot: &Position| {
+        asteroids
+            .iter()
+            .map(|(p, c)| distance(p, spot) - c.map_or(0.0, |c| c.radius))
+            .fold(f32::INFINITY, f32::min)
+    };
+    let centre = Position {
+        x: CENTRE.0,
+        y: CENTRE.1,
+        rotation: 0.0,
+    };
+    let at_centre = clearance(&centre);
+    if at_centre > SAFE_CLEARANCE {
+        return (centre, at_centre);
+    }
+    let grid = (0..9).flat_map(|row| {
+        (0..12).map(move |column| Position {
+            x: (column as f32 + 0.5) * WIDTH / 12.0,
+            y: (row as f32 + 0.5) * HEIGHT / 9.0,
+            rotation: 0.0,
+        })
+    });
+    grid.map(|spot| {
+        let c = clearance(&spot);
+        (spot, c)
+    })
+    .fold(
+        (centre, at_centre),
+        |best, next| if next.1 > best.1 { next } else { best },
+    )
+}
+
+/// Brings a ship back when there is none and lives remain — at a safe spot (the centre
+/// when it is clear), or after [`RESPAWN_TIMEOUT`] at the safest spot there is — and starts
+/// the next level when every asteroid and bullet is gone.
+#[allow(clippy::too_many_arguments)]
 pub fn game_manager(
     mut commands: Commands,
     settings: Res<Settings>,
+    time: Res<Time>,
     mut state: ResMut<GameState>,
     mut rng: ResMut<Rng>,
     ships: Query<&Position, With<Spaceship>>,
@@ -95,22 +137,19 @@ pub fn game_manager(
     if !state.playing {
         return;
     }
-    let ship = ships.iter().next().copied();
+    let mut ship = ships.iter().next().copied();
     if ship.is_none() {
         if state.lives == 0 {
             state.playing = false;
             return;
         }
-        let centre = Position {
-            x: CENTRE.0,
-            y: CENTRE.1,
-            rotation: 0.0,
-        };
-        let clear = asteroids
-            .iter()
-            .all(|(p, c)| distance(p, &centre) > c.map_or(0.0, |c| c.radius) + 50.0);
-        if clear {
-            spawn_ship(&mut commands);
+        let (spot, clearance) = safest_spot(&asteroids);
+        if clearance > SAFE_CLEARANCE || state.respawn_wait >= RESPAWN_TIMEOUT {
+            spawn_ship(&mut commands, spot);
+            ship = Some(spot);
+            state.respawn_wait = 0.0;
+        } else {
+            state.respawn_wait += time.dt;
         }
     }
     if asteroids.is_empty() && bullets.is_empty() {
@@ -135,6 +174,16 @@ pub fn game_manager(
             }
         }
     }
+}
+
+/// Turns each dust mote's heading by its swirl; in parallel.
+pub fn swirl(time: Res<Time>, mut q: Query<(&Dust, &mut Motion)>) {
+    let dt = time.dt;
+    q.par_for_each_mut(|(dust, mut motion)| {
+        let (s, c) = (dust.swirl * dt).sin_cos();
+        let (vx, vy) = motion.velocity;
+        motion.velocity = (vx * c - vy * s, vx * s + vy * c);
+    });
 }
 
 /// The scripted pilot: turn toward the nearest live asteroid, thrust when it is far, fire
