@@ -46,6 +46,7 @@ mod access;
 pub mod condition;
 mod config;
 mod executor;
+pub mod frame;
 mod graph;
 mod hooks;
 pub mod observer;
@@ -57,6 +58,7 @@ mod set;
 mod skipped;
 mod sync;
 mod system;
+mod time;
 mod system_state;
 mod trace;
 
@@ -65,6 +67,9 @@ pub use config::{
     BoxedCondition, IntoSetConfigs, IntoSystemConfigs, SetConfig, SetConfigs, SystemConfig, SystemConfigs,
 };
 pub use executor::ExecutorKind;
+pub use frame::{
+    First, FixedUpdate, Last, PostUpdate, PreUpdate, ScheduleLabel, Schedules, Startup, Update, WorldFrame,
+};
 pub use graph::{ConditionWrite, ScheduleBuildError};
 pub use observer::{CommandsObserve, Observer, WorldObserve};
 pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
@@ -75,7 +80,7 @@ pub use param::{
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use pipe::{IsPipe, Pipe, PipeSystem};
-pub use schedule::{Dependency, OrderedPair, Schedule, SystemOrder};
+pub use schedule::{Dependency, OrderedPair, Schedule, ScheduleError, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
 pub use system::{
@@ -83,12 +88,16 @@ pub use system::{
     SystemParamFunction, apply_deferred,
 };
 pub use system_state::{ReadOnlySystemParam, SystemState};
+pub use time::{DEFAULT_FIXED_STEP, DEFAULT_MAX_FIXED_STEPS, FrameTimer, Time};
 pub use trace::{Overlap, Trace, TraceEvent, TraceKind};
 
 /// The names system code uses every day.
 pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
+    pub use crate::{
+        First, FixedUpdate, FrameTimer, Last, PostUpdate, PreUpdate, ScheduleLabel, Startup, Update, WorldFrame,
+    };
     pub use crate::{
         CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In, IntoSetConfigs,
         IntoSystem, IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,

@@ -1,0 +1,477 @@
+//! A whole frame: labelled schedules, run by one call from the game's own loop.
+//!
+//! A world holds its schedules in the [`Schedules`] resource, each under a
+//! [`ScheduleLabel`]. [`WorldFrame::run_frame`] runs one frame of them, in this order:
+//!
+//! 1. [`Startup`], on the first frame only (the clock still at zero);
+//! 2. the clock ([`Time`]) advances by the frame's delta;
+//! 3. [`First`], then [`PreUpdate`];
+//! 4. [`FixedUpdate`], 0..n times: once for every whole fixed step the clock's accumulator
+//!    holds, up to a cap (see [`Time`]), with `Time` showing the fixed step;
+//! 5. [`Update`], [`PostUpdate`], [`Last`];
+//! 6. events age by one frame (`World::update_events`).
+//!
+//! A label without a schedule is skipped. The frame's schedules do not age events
+//! themselves (a schedule made here has
+//! [`set_update_events(false)`](crate::Schedule::set_update_events)): an event lives
+//! through the frame it was sent in and the next, whichever schedules read it — the fixed
+//! steps included.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tabula::prelude::*;
+//!
+//! #[derive(Default)]
+//! struct Log(Vec<&'static str>);
+//! fn setup(mut log: ResMut<Log>) { log.0.push("setup"); }
+//! fn input(mut log: ResMut<Log>) { log.0.push("input"); }
+//! fn physics(mut log: ResMut<Log>) { log.0.push("physics"); }
+//! fn logic(mut log: ResMut<Log>) { log.0.push("logic"); }
+//!
+//! let mut world = World::new();
+//! world.init_resource::<Log>();
+//! world
+//!     .add_systems(Startup, setup)
+//!     .add_systems(PreUpdate, input)
+//!     .add_systems(FixedUpdate, physics)
+//!     .add_systems(Update, logic);
+//! // The game's loop (or a window library's) decides when frames happen, and how long.
+//! world.run_frame(Duration::from_millis(20)); // one fixed step of 15.625 ms is due
+//! world.run_frame(Duration::from_millis(5)); // none: 9.375 ms accumulated
+//! assert_eq!(
+//!     world.resource::<Log>().unwrap().0,
+//!     ["setup", "input", "physics", "logic", "input", "logic"]
+//! );
+//! ```
+//!
+//! Systems can be added and removed between runs — and from a system, through
+//! `&mut World`: additions to the schedule that is running wait until its run ends, and
+//! removing from it is refused ([`ScheduleError::Running`]).
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt::{self, Debug};
+use std::hash::{Hash, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tabula_core::World;
+
+use crate::config::{IntoSetConfigs, IntoSystemConfigs};
+use crate::schedule::{Schedule, ScheduleError};
+use crate::set::IntoSystemSet;
+use crate::time::Time;
+
+/// Names a schedule of [`Schedules`]: usually a unit struct, or an enum for a family of
+/// schedules.
+///
+/// ```
+/// use tabula::prelude::*;
+///
+/// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// struct Render;
+/// impl ScheduleLabel for Render {}
+///
+/// fn draw() {}
+///
+/// let mut world = World::new();
+/// world.add_systems(Render, draw);
+/// world.run_schedule(Render);
+/// ```
+pub trait ScheduleLabel: Debug + Clone + Eq + Hash + Send + Sync + 'static {}
+
+macro_rules! labels {
+    ($($(#[$doc:meta])* $name:ident,)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub struct $name;
+        impl ScheduleLabel for $name {}
+    )*};
+}
+
+labels! {
+    /// Runs once, on the first frame, before everything else (see the [module docs](self)).
+    Startup,
+    /// The first schedule of every frame.
+    First,
+    /// Input, and what the frame's logic needs ready.
+    PreUpdate,
+    /// Runs once per fixed step, 0..n times a frame (see [`Time`]).
+    FixedUpdate,
+    /// The game's main logic, once a frame.
+    Update,
+    /// What reacts to the frame's logic: cleanup, camera, bookkeeping.
+    PostUpdate,
+    /// The last schedule of every frame (drawing, diagnostics).
+    Last,
+}
+
+trait DynLabel: Debug + Send + Sync {
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn dyn_eq(&self, other: &dyn DynLabel) -> bool;
+    fn dyn_hash(&self, state: &mut dyn Hasher);
+}
+
+impl<L: ScheduleLabel> DynLabel for L {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn dyn_eq(&self, other: &dyn DynLabel) -> bool {
+        other.as_any().downcast_ref::<L>() == Some(self)
+    }
+
+    fn dyn_hash(&self, mut state: &mut dyn Hasher) {
+        TypeId::of::<L>().hash(&mut state);
+        self.hash(&mut state);
+    }
+}
+
+/// A type-erased [`ScheduleLabel`].
+#[derive(Clone)]
+struct LabelKey(Arc<dyn DynLabel>);
+
+impl LabelKey {
+    fn of<L: ScheduleLabel>(label: L) -> Self {
+        Self(Arc::new(label))
+    }
+
+    fn name(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+impl PartialEq for LabelKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.dyn_eq(&*other.0)
+    }
+}
+
+impl Eq for LabelKey {}
+
+impl Hash for LabelKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.dyn_hash(state);
+    }
+}
+
+/// A change to a schedule that was running when it was asked for.
+type PendingEdit = Box<dyn FnOnce(&mut Schedule) + Send + Sync>;
+
+/// One labelled schedule: absent while it runs, with the changes asked for meanwhile.
+struct Entry {
+    schedule: Option<Schedule>,
+    pending: Vec<PendingEdit>,
+}
+
+/// The world's labelled schedules (a resource), and the frame's own bookkeeping: whether
+/// `Startup` ran. Reach it through [`WorldFrame`]'s methods
+/// or as `world.resource_mut::<Schedules>()`.
+#[derive(Default)]
+pub struct Schedules {
+    entries: HashMap<LabelKey, Entry>,
+    started: bool,
+}
+
+impl Debug for Schedules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut labels: Vec<String> = self.entries.keys().map(LabelKey::name).collect();
+        labels.sort();
+        f.debug_struct("Schedules")
+            .field("labels", &labels)
+            .field("started", &self.started)
+            .finish()
+    }
+}
+
+impl Schedules {
+    /// The schedule labelled `label`, made (empty) when there is none.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Running`] while that schedule runs.
+    pub fn entry(&mut self, label: impl ScheduleLabel) -> Result<&mut Schedule, ScheduleError> {
+        let key = LabelKey::of(label);
+        let name = key.name();
+        let entry = self.entries.entry(key).or_insert_with(new_entry);
+        entry.schedule.as_mut().ok_or(ScheduleError::Running(name))
+    }
+
+    /// The schedule labelled `label`, unless there is none or it is running.
+    pub fn get(&self, label: impl ScheduleLabel) -> Option<&Schedule> {
+        self.entries.get(&LabelKey::of(label))?.schedule.as_ref()
+    }
+
+    /// True when a schedule is labelled `label` (running or not).
+    pub fn contains(&self, label: impl ScheduleLabel) -> bool {
+        self.entries.contains_key(&LabelKey::of(label))
+    }
+
+    /// Puts `schedule` under `label`, returning the one it replaces. It stops aging events
+    /// ([`set_update_events(false)`](Schedule::set_update_events)): the frame does that once.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Running`] while the schedule labelled `label` runs.
+    pub fn insert(
+        &mut self,
+        label: impl ScheduleLabel,
+        mut schedule: Schedule,
+    ) -> Result<Option<Schedule>, ScheduleError> {
+        let key = LabelKey::of(label);
+        schedule.set_update_events(false);
+        match self.entries.get_mut(&key) {
+            Some(Entry { schedule: None, .. }) => Err(ScheduleError::Running(key.name())),
+            Some(entry) => Ok(entry.schedule.replace(schedule)),
+            None => {
+                self.entries.insert(
+                    key,
+                    Entry {
+                        schedule: Some(schedule),
+                        pending: Vec::new(),
+                    },
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Removes the schedule labelled `label` and returns it (dropping it releases what its
+    /// systems held).
+    ///
+    /// # Errors
+    /// [`ScheduleError::NoSchedule`] when there is none, [`ScheduleError::Running`] while it
+    /// runs.
+    pub fn remove(&mut self, label: impl ScheduleLabel) -> Result<Schedule, ScheduleError> {
+        let key = LabelKey::of(label);
+        match self.entries.get(&key) {
+            None => Err(ScheduleError::NoSchedule(key.name())),
+            Some(Entry { schedule: None, .. }) => Err(ScheduleError::Running(key.name())),
+            Some(_) => Ok(self
+                .entries
+                .remove(&key)
+                .and_then(|entry| entry.schedule)
+                .expect("checked above")),
+        }
+    }
+
+    /// Applies `edit` to the schedule labelled `label` (made when there is none) now, or,
+    /// while it runs, when its run ends.
+    fn edit(&mut self, key: LabelKey, edit: impl FnOnce(&mut Schedule) + Send + Sync + 'static) {
+        let entry = self.entries.entry(key).or_insert_with(new_entry);
+        match &mut entry.schedule {
+            Some(schedule) => edit(schedule),
+            None => entry.pending.push(Box::new(edit)),
+        }
+    }
+}
+
+fn new_entry() -> Entry {
+    let mut schedule = Schedule::new();
+    schedule.set_update_events(false);
+    Entry {
+        schedule: Some(schedule),
+        pending: Vec::new(),
+    }
+}
+
+/// The world's `Schedules`, made when there are none.
+fn schedules(world: &mut World) -> &mut Schedules {
+    if !world.contains_resource::<Schedules>() {
+        world.init_resource::<Schedules>();
+    }
+    world.resource_mut::<Schedules>().expect("made above")
+}
+
+/// Labelled schedules, frames and states on a [`World`] (see the [module docs](self)).
+pub trait WorldFrame {
+    /// Adds systems to the schedule labelled `label` (made when there is none). While that
+    /// schedule runs, they are added when its run ends.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Count(u32);
+    /// fn count(mut c: ResMut<Count>) { c.0 += 1; }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Count>();
+    /// world.add_systems(Update, count);
+    /// world.run_schedule(Update);
+    /// assert_eq!(world.resource::<Count>().unwrap().0, 1);
+    /// ```
+    fn add_systems<M>(&mut self, label: impl ScheduleLabel, systems: impl IntoSystemConfigs<M>) -> &mut Self;
+
+    /// Configures sets of the schedule labelled `label` (made when there is none), as
+    /// [`Schedule::configure_sets`]; while it runs, when its run ends.
+    fn configure_sets<M>(&mut self, label: impl ScheduleLabel, sets: impl IntoSetConfigs<M>) -> &mut Self;
+
+    /// Removes the systems of `set` (a function or a set) from the schedule labelled
+    /// `label`, as [`Schedule::remove_systems`]: they are dropped with what they held.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// fn tutorial_hint() {}
+    ///
+    /// let mut world = World::new();
+    /// world.add_systems(Update, tutorial_hint);
+    /// assert_eq!(world.remove_systems(Update, tutorial_hint), Ok(1));
+    /// let error = world.remove_systems(Update, tutorial_hint).unwrap_err();
+    /// assert!(error.to_string().contains("schedule `Update`"));
+    /// ```
+    ///
+    /// # Errors
+    /// When no schedule is labelled `label`, when it is running (removal from a system of
+    /// that same schedule), or when none of its systems is in `set`.
+    fn remove_systems<M>(
+        &mut self,
+        label: impl ScheduleLabel,
+        set: impl IntoSystemSet<M>,
+    ) -> Result<usize, ScheduleError>;
+
+    /// Runs the schedule labelled `label` once.
+    ///
+    /// # Panics
+    /// When there is no such schedule, or it is running (see
+    /// [`try_run_schedule`](Self::try_run_schedule)), and as [`Schedule::run`] does.
+    fn run_schedule(&mut self, label: impl ScheduleLabel);
+
+    /// Runs the schedule labelled `label` once. While it runs it is taken out of
+    /// [`Schedules`]; it is put back afterwards (also when a system panics), with the
+    /// systems added to it meanwhile.
+    ///
+    /// # Errors
+    /// When there is no such schedule, or it is running already.
+    fn try_run_schedule(&mut self, label: impl ScheduleLabel) -> Result<(), ScheduleError>;
+
+    /// Runs one frame: the schedules in the order of the [module docs](self), with the
+    /// clock advanced by `delta` (the time the frame stands for: measured by the game's loop
+    /// with [`FrameTimer`](crate::FrameTimer), or a constant in tests and replays).
+    ///
+    /// # Panics
+    /// When called from a system of the frame itself, and as [`Schedule::run`] does.
+    fn run_frame(&mut self, delta: Duration);
+}
+
+impl WorldFrame for World {
+    fn add_systems<M>(&mut self, label: impl ScheduleLabel, systems: impl IntoSystemConfigs<M>) -> &mut Self {
+        let systems = systems.into_configs();
+        schedules(self).edit(LabelKey::of(label), move |schedule| {
+            schedule.add_systems(systems);
+        });
+        self
+    }
+
+    fn configure_sets<M>(&mut self, label: impl ScheduleLabel, sets: impl IntoSetConfigs<M>) -> &mut Self {
+        let sets = sets.into_set_configs();
+        schedules(self).edit(LabelKey::of(label), move |schedule| {
+            schedule.configure_sets(sets);
+        });
+        self
+    }
+
+    fn remove_systems<M>(
+        &mut self,
+        label: impl ScheduleLabel,
+        set: impl IntoSystemSet<M>,
+    ) -> Result<usize, ScheduleError> {
+        let key = LabelKey::of(label);
+        let entry = schedules(self)
+            .entries
+            .get_mut(&key)
+            .ok_or_else(|| ScheduleError::NoSchedule(key.name()))?;
+        let schedule = entry
+            .schedule
+            .as_mut()
+            .ok_or_else(|| ScheduleError::Running(key.name()))?;
+        schedule.remove_systems(set).map_err(|error| match error {
+            ScheduleError::NoSystem { set, .. } => ScheduleError::NoSystem {
+                schedule: Some(key.name()),
+                set,
+            },
+            other => other,
+        })
+    }
+
+    fn run_schedule(&mut self, label: impl ScheduleLabel) {
+        if let Err(error) = self.try_run_schedule(label) {
+            panic!("{error}");
+        }
+    }
+
+    fn try_run_schedule(&mut self, label: impl ScheduleLabel) -> Result<(), ScheduleError> {
+        run_key(self, LabelKey::of(label))
+    }
+
+    fn run_frame(&mut self, delta: Duration) {
+        if !self.contains_resource::<Time>() {
+            self.init_resource::<Time>();
+        }
+        if !schedules(self).started {
+            schedules(self).started = true;
+            run_if_present(self, LabelKey::of(Startup));
+        }
+        let steps = self.resource_mut::<Time>().expect("made above").advance(delta);
+        run_if_present(self, LabelKey::of(First));
+        run_if_present(self, LabelKey::of(PreUpdate));
+        for _ in 0..steps {
+            time(self).begin_fixed_step();
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                run_if_present(self, LabelKey::of(FixedUpdate))
+            }));
+            time(self).end_fixed_step();
+            if let Err(payload) = ran {
+                resume_unwind(payload);
+            }
+        }
+        run_if_present(self, LabelKey::of(Update));
+        run_if_present(self, LabelKey::of(PostUpdate));
+        run_if_present(self, LabelKey::of(Last));
+        crate::hooks::end_of_run(self);
+    }
+}
+
+/// The world's clock (the frame made it).
+fn time(world: &mut World) -> &mut Time {
+    world
+        .resource_mut::<Time>()
+        .expect("the Time resource was removed during a frame; change it instead of removing it")
+}
+
+/// Runs a frame's schedule when it exists.
+///
+/// # Panics
+/// When it is running: the frame was run from one of its own systems.
+fn run_if_present(world: &mut World, key: LabelKey) {
+    match run_key(world, key) {
+        Ok(()) | Err(ScheduleError::NoSchedule(_)) => {}
+        Err(error) => panic!("{error}; a frame cannot be run from one of its own systems"),
+    }
+}
+
+/// Takes the schedule out, runs it, and puts it back with the changes asked meanwhile.
+fn run_key(world: &mut World, key: LabelKey) -> Result<(), ScheduleError> {
+    let entry = world
+        .resource_mut::<Schedules>()
+        .ok()
+        .and_then(|schedules| schedules.entries.get_mut(&key))
+        .ok_or_else(|| ScheduleError::NoSchedule(key.name()))?;
+    let mut schedule = entry
+        .schedule
+        .take()
+        .ok_or_else(|| ScheduleError::Running(key.name()))?;
+    let result = catch_unwind(AssertUnwindSafe(|| schedule.run(world)));
+    let entry = schedules(world).entries.entry(key).or_insert_with(|| Entry {
+        schedule: None,
+        pending: Vec::new(),
+    });
+    for edit in entry.pending.drain(..) {
+        edit(&mut schedule);
+    }
+    entry.schedule = Some(schedule);
+    if let Err(payload) = result {
+        resume_unwind(payload);
+    }
+    Ok(())
+}
