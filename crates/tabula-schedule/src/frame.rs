@@ -6,10 +6,14 @@
 //! 1. [`Startup`], on the first frame only (the clock still at zero);
 //! 2. the clock ([`Time`]) advances by the frame's delta;
 //! 3. [`First`], then [`PreUpdate`];
-//! 4. [`FixedUpdate`], 0..n times: once for every whole fixed step the clock's accumulator
+//! 4. the state transitions ([`StateTransition`]): for each state type, in the order they
+//!    were registered, a pending [`NextState`](crate::NextState) is applied —
+//!    `OnExit(old)`, then `OnEnter(new)` — and a state registered since the last frame
+//!    runs its first `OnEnter`;
+//! 5. [`FixedUpdate`], 0..n times: once for every whole fixed step the clock's accumulator
 //!    holds, up to a cap (see [`Time`]), with `Time` showing the fixed step;
-//! 5. [`Update`], [`PostUpdate`], [`Last`];
-//! 6. events age by one frame (`World::update_events`).
+//! 6. [`Update`], [`PostUpdate`], [`Last`];
+//! 7. events age by one frame (`World::update_events`).
 //!
 //! A label without a schedule is skipped. The frame's schedules do not age events
 //! themselves (a schedule made here has
@@ -61,10 +65,11 @@ use tabula_core::World;
 use crate::config::{IntoSetConfigs, IntoSystemConfigs};
 use crate::schedule::{Schedule, ScheduleError};
 use crate::set::IntoSystemSet;
+use crate::state::{self, States};
 use crate::time::Time;
 
 /// Names a schedule of [`Schedules`]: usually a unit struct, or an enum for a family of
-/// schedules.
+/// schedules ([`OnEnter`](crate::OnEnter) is keyed by a state's value).
 ///
 /// ```
 /// use tabula::prelude::*;
@@ -95,8 +100,11 @@ labels! {
     Startup,
     /// The first schedule of every frame.
     First,
-    /// Input, and what the frame's logic needs ready.
+    /// Input, and what the frame's logic needs ready; state transitions follow it.
     PreUpdate,
+    /// Not a schedule of systems: names the frame's step that applies state transitions,
+    /// after `PreUpdate` (see [`WorldFrame::apply_state_transitions`]).
+    StateTransition,
     /// Runs once per fixed step, 0..n times a frame (see [`Time`]).
     FixedUpdate,
     /// The game's main logic, once a frame.
@@ -165,13 +173,22 @@ struct Entry {
     pending: Vec<PendingEdit>,
 }
 
+/// A registered state type: the step that applies its transitions.
+struct StateDriver {
+    type_id: TypeId,
+    /// Whether its first `OnEnter` ran.
+    entered: bool,
+    apply: fn(&mut World, bool),
+}
+
 /// The world's labelled schedules (a resource), and the frame's own bookkeeping: whether
-/// `Startup` ran. Reach it through [`WorldFrame`]'s methods
+/// `Startup` ran, and the registered state types. Reach it through [`WorldFrame`]'s methods
 /// or as `world.resource_mut::<Schedules>()`.
 #[derive(Default)]
 pub struct Schedules {
     entries: HashMap<LabelKey, Entry>,
     started: bool,
+    states: Vec<StateDriver>,
 }
 
 impl Debug for Schedules {
@@ -352,6 +369,27 @@ pub trait WorldFrame {
     /// # Panics
     /// When called from a system of the frame itself, and as [`Schedule::run`] does.
     fn run_frame(&mut self, delta: Duration);
+
+    /// Registers the state type `S`, starting in `S::default()` (see
+    /// [`insert_state`](Self::insert_state)).
+    fn init_state<S: States + Default>(&mut self) -> &mut Self;
+
+    /// Registers the state type `S`, starting in `initial`: adds the [`State<S>`] and
+    /// [`NextState<S>`] resources, and has the frame apply `S`'s transitions after
+    /// `PreUpdate`. The first transition step (on the next frame) runs `OnEnter(initial)`.
+    /// Registering a type again changes nothing (request a change with `NextState`).
+    ///
+    /// [`State<S>`]: crate::State
+    /// [`NextState<S>`]: crate::NextState
+    fn insert_state<S: States>(&mut self, initial: S) -> &mut Self;
+
+    /// Applies pending state transitions now, as the frame does after `PreUpdate`: for each
+    /// registered state type, in registration order, a first `OnEnter` for a state not
+    /// entered yet, then the requested [`NextState`](crate::NextState), if any and
+    /// different from the current state: `OnExit(current)`, the change of
+    /// [`State`](crate::State), then `OnEnter(next)`. A request made during those schedules
+    /// waits for the next step.
+    fn apply_state_transitions(&mut self);
 }
 
 impl WorldFrame for World {
@@ -415,6 +453,7 @@ impl WorldFrame for World {
         let steps = self.resource_mut::<Time>().expect("made above").advance(delta);
         run_if_present(self, LabelKey::of(First));
         run_if_present(self, LabelKey::of(PreUpdate));
+        self.apply_state_transitions();
         for _ in 0..steps {
             time(self).begin_fixed_step();
             let ran = catch_unwind(AssertUnwindSafe(|| {
@@ -429,6 +468,34 @@ impl WorldFrame for World {
         run_if_present(self, LabelKey::of(PostUpdate));
         run_if_present(self, LabelKey::of(Last));
         crate::hooks::end_of_run(self);
+    }
+
+    fn init_state<S: States + Default>(&mut self) -> &mut Self {
+        self.insert_state(S::default())
+    }
+
+    fn insert_state<S: States>(&mut self, initial: S) -> &mut Self {
+        let schedules = schedules(self);
+        if schedules.states.iter().any(|d| d.type_id == TypeId::of::<S>()) {
+            return self;
+        }
+        schedules.states.push(StateDriver {
+            type_id: TypeId::of::<S>(),
+            entered: false,
+            apply: state::apply_transition::<S>,
+        });
+        self.insert_resource(crate::State::new(initial));
+        self.insert_resource(crate::NextState::<S>::default());
+        self
+    }
+
+    fn apply_state_transitions(&mut self) {
+        let count = schedules(self).states.len();
+        for index in 0..count {
+            let driver = &mut schedules(self).states[index];
+            let (apply, first) = (driver.apply, !std::mem::replace(&mut driver.entered, true));
+            apply(self, first);
+        }
     }
 }
 
@@ -447,6 +514,14 @@ fn run_if_present(world: &mut World, key: LabelKey) {
     match run_key(world, key) {
         Ok(()) | Err(ScheduleError::NoSchedule(_)) => {}
         Err(error) => panic!("{error}; a frame cannot be run from one of its own systems"),
+    }
+}
+
+/// Runs a state's `OnEnter`/`OnExit` schedule when it exists.
+pub(crate) fn run_state_schedule<L: ScheduleLabel>(world: &mut World, label: L) {
+    match run_key(world, LabelKey::of(label)) {
+        Ok(()) | Err(ScheduleError::NoSchedule(_)) => {}
+        Err(error) => panic!("{error}; a state transition cannot run from its own schedules"),
     }
 }
 

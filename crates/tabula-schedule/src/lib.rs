@@ -56,6 +56,7 @@ mod pipe;
 mod schedule;
 mod set;
 mod skipped;
+pub mod state;
 mod sync;
 mod system;
 mod time;
@@ -68,7 +69,8 @@ pub use config::{
 };
 pub use executor::ExecutorKind;
 pub use frame::{
-    First, FixedUpdate, Last, PostUpdate, PreUpdate, ScheduleLabel, Schedules, Startup, Update, WorldFrame,
+    First, FixedUpdate, Last, PostUpdate, PreUpdate, ScheduleLabel, Schedules, Startup, StateTransition,
+    Update, WorldFrame,
 };
 pub use graph::{ConditionWrite, ScheduleBuildError};
 pub use observer::{CommandsObserve, Observer, WorldObserve};
@@ -83,6 +85,7 @@ pub use pipe::{IsPipe, Pipe, PipeSystem};
 pub use schedule::{Dependency, OrderedPair, Schedule, ScheduleError, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
+pub use state::{NextState, OnEnter, OnExit, State, States, in_state, state_changed};
 pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput, System,
     SystemParamFunction, apply_deferred,
@@ -96,7 +99,8 @@ pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
     pub use crate::{
-        First, FixedUpdate, FrameTimer, Last, PostUpdate, PreUpdate, ScheduleLabel, Startup, Update, WorldFrame,
+        First, FixedUpdate, FrameTimer, Last, NextState, OnEnter, OnExit, PostUpdate, PreUpdate,
+        ScheduleLabel, Startup, State, States, Update, WorldFrame, in_state,
     };
     pub use crate::{
         CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In, IntoSetConfigs,
