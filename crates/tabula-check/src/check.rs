@@ -1,19 +1,39 @@
 //! The invariant checker: everything observable through the public API, compared with the
 //! model.
 
+use std::any::type_name;
 use std::collections::HashMap;
 
-use tabula::{Entity, EntityError, Has, Or, QueryState, With, Without, World};
+use tabula::{
+    Children, Entity, EntityError, Has, ObserverState, Or, Parent, QueryState, Related, With, Without, World,
+};
 
 use crate::components::{
     Bomb, Hp, KINDS, ModelComponent, Name, Pos, Shared, Small, Tag, Tracked, Value, Wide, kind_name,
     with_kind,
 };
+use crate::links::Rel;
 use crate::model::{Model, Row, row_mask};
 
+/// How many extra components (beside the model's kinds) an entity may hold: see
+/// [`Model::extras`] and [`extra_name`].
+pub const EXTRAS: usize = 4;
+
+/// The type name of extra component `bit` (a bit number of [`Model::extras`]):
+/// `ObserverState`, `Related<Rel>`, `Parent`, `Children`.
+pub fn extra_name(bit: usize) -> &'static str {
+    match bit {
+        0 => type_name::<ObserverState>(),
+        1 => type_name::<Related<Rel>>(),
+        2 => type_name::<Parent>(),
+        _ => type_name::<Children>(),
+    }
+}
+
 /// An upper bound on the archetypes a world of the model's kinds can hold: one per subset of
-/// kinds. Archetypes are never removed, so the count can only grow, but never past this.
-pub const MAX_ARCHETYPES: usize = 1 << KINDS;
+/// kinds and extra components. Archetypes are never removed, so the count can only grow,
+/// but never past this.
+pub const MAX_ARCHETYPES: usize = 1 << (KINDS + EXTRAS);
 
 /// Queries kept for the whole life of a world (so they match new archetypes incrementally and
 /// reuse their run plans), each compared with the model by [`Checker::check`].
@@ -113,15 +133,16 @@ fn check_component<T: ModelComponent>(world: &World, entity: Entity, row: &Row) 
     );
 }
 
-/// Checks one live entity: alive, exactly its row's components and values, and its id with
-/// another world's tag refused.
-pub fn check_entity(world: &World, entity: Entity, row: &Row) {
-    check_components(world, entity, row);
+/// Checks one live entity: alive, exactly its row's components and values (and `extras`,
+/// the [`Model::extras`] it holds besides), and its id with another world's tag refused.
+pub fn check_entity(world: &World, entity: Entity, row: &Row, extras: u16) {
+    check_components(world, entity, row, extras);
     check_alien(world, entity);
 }
 
-/// Checks one live entity: alive, and exactly its row's components and values.
-fn check_components(world: &World, entity: Entity, row: &Row) {
+/// Checks one live entity: alive, and exactly its row's components and values, and
+/// `extras` besides.
+fn check_components(world: &World, entity: Entity, row: &Row, extras: u16) {
     assert!(world.contains(entity), "{entity:?} should be alive");
     for kind in 0..KINDS {
         with_kind!(kind, check_component(world, entity, row));
@@ -129,9 +150,10 @@ fn check_components(world: &World, entity: Entity, row: &Row) {
     let view = world.entity(entity).expect("a live entity has a view");
     assert_eq!(view.id(), entity);
     assert_eq!(
-        view.component_names().len(),
-        row.iter().flatten().count(),
-        "{entity:?} component count"
+        names_mask(view.component_names()),
+        row_mask(row) | extras << KINDS,
+        "{entity:?}'s components: {:?}",
+        view.component_names().collect::<Vec<_>>()
     );
 }
 
@@ -222,11 +244,12 @@ pub fn check_dead(world: &World, entity: Entity) {
     assert!(matches!(world.entity(entity), Err(EntityError::NoSuchEntity(e)) if e == entity));
 }
 
-/// The set of kinds named, as a bit mask; each name must be a known kind, listed once.
+/// The set of kinds named, as a bit mask (with the extra components at bit `KINDS` and
+/// up); each name must be a known kind or extra, listed once.
 fn names_mask(names: impl Iterator<Item = &'static str>) -> u16 {
     names.fold(0, |mask, name| {
-        let kind = (0..KINDS)
-            .find(|&k| kind_name(k) == name)
+        let kind = ((0..KINDS).find(|&k| kind_name(k) == name))
+            .or_else(|| (0..EXTRAS).find(|&x| extra_name(x) == name).map(|x| KINDS + x))
             .unwrap_or_else(|| panic!("unknown component `{name}`"));
         assert_eq!(mask & 1 << kind, 0, "`{name}` listed twice");
         mask | 1 << kind
@@ -308,7 +331,7 @@ impl Checker {
         // kind each time) rather than all of them.
         let miri = cfg!(miri);
         for (at, (entity, row)) in model.rows().enumerate() {
-            check_components(world, entity, row);
+            check_components(world, entity, row, model.extras(entity));
             if !miri || at == 0 {
                 check_alien(world, entity);
             }
@@ -335,7 +358,11 @@ impl Checker {
                 let row = model
                     .row(entity)
                     .unwrap_or_else(|| panic!("stored {entity:?} is not live"));
-                assert_eq!(mask, row_mask(row), "{entity:?} is in the wrong archetype");
+                assert_eq!(
+                    mask,
+                    row_mask(row) | model.extras(entity) << KINDS,
+                    "{entity:?} is in the wrong archetype"
+                );
                 if let Some(before) = where_stored.insert(entity, at) {
                     panic!("{entity:?} is stored in archetypes {before} and {at}");
                 }
@@ -396,7 +423,8 @@ impl Checker {
         if !ids.is_empty() {
             for i in 0..sample.min(ids.len()) {
                 let entity = ids[(salt.wrapping_mul(31).wrapping_add(i.wrapping_mul(7919))) % ids.len()];
-                check_entity(world, entity, model.row(entity).expect("listed ids are live"));
+                let row = model.row(entity).expect("listed ids are live");
+                check_entity(world, entity, row, model.extras(entity));
             }
         }
         for entity in model.recent_dead().take(sample) {

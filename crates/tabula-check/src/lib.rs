@@ -5,13 +5,20 @@
 //! the soak.
 //!
 //! * [`Model`] is the naive reference: a map from entity to a row of optional component
-//!   values, plus the events and removal logs the world should hold.
+//!   values, plus the events and removal logs the world should hold, the observers (which
+//!   are model entities too, see [`links`]) and the runs they should log, the pairs of
+//!   [`Rel`] and the parent links.
 //! * [`Op`] is one call (or a few) on the public API — spawns of several bundle shapes,
 //!   `spawn_at`, inserts, removes, despawns, `get_mut` writes, removal tracking, passes of
 //!   queries kept across steps (`iter`, `get`, `for_each`, `for_each_chunk`,
 //!   `par_for_each`), schedule runs whose systems record commands, panic or send and read
-//!   events (on either of two worlds, under run conditions the op opens or closes), and
-//!   direct event calls. Ops decode from bytes, so a libFuzzer input and a seeded random
+//!   events (on either of two worlds, under run conditions the op opens or closes),
+//!   direct event calls, and observers, relations and the hierarchy: observers of
+//!   `OnAdd` / `OnInsert` / `OnRemove` of a model kind or of the user event [`Poke`]
+//!   (global or watching one entity) that log their runs, their despawn, `trigger` /
+//!   `trigger_targets` propagating up `Parent`, `set_parent` / `remove_parent` /
+//!   `despawn_recursive`, and `relate` / `unrelate` / `unrelate_all` of [`Rel`] (see
+//!   [`links`]). Ops decode from bytes, so a libFuzzer input and a seeded random
 //!   stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back, and
 //!   [`direct_op`] draws a weighted mix of the direct ones for drivers that pick their own.
 //! * [`Harness`] applies an op to a world and to its model, checking each result and that
@@ -21,7 +28,9 @@
 //! * [`Checker`] compares everything observable with the model: every live entity's
 //!   components and values, dead ids, `World::view`, archetype contents, queries of every
 //!   kind, the removal logs, and the drop accounting of the counting types; the harness
-//!   adds each world's events and its reservation lanes and entity slots, which must stay
+//!   adds each world's events, the holders of `Name` its hooks kept, its observers' log,
+//!   every entity's `Rel` targets and sources, parent and children, and its reservation
+//!   lanes and entity slots, which must stay
 //!   bounded however often schedules move between the worlds.
 //!
 //! The fuzz target (`fuzz/fuzz_targets/api.rs`) calls [`run_bytes`]; the regression corpus
@@ -31,12 +40,13 @@
 mod check;
 mod components;
 pub mod harness;
+pub mod links;
 mod mix;
 mod model;
 mod ops;
 mod source;
 
-pub use check::{Checker, MAX_ARCHETYPES, Shape, check_dead, check_entity, shape};
+pub use check::{Checker, EXTRAS, MAX_ARCHETYPES, Shape, check_dead, check_entity, extra_name, shape};
 pub use components::{
     BOMB, Bomb, ExpectedPanic, Hp, KINDS, ModelBundle, ModelComponent, Name, Pos, SHAPES, Shared, Small, Tag,
     Tracked, Value, Wide, kind_name, shape_kinds,
@@ -44,7 +54,12 @@ pub use components::{
 pub use harness::{
     Harness, MAX_OPS_PER_INPUT, Ping, Stats, decode_all, install_panic_hook, run_bytes, run_seed,
 };
-pub use mix::direct_op;
-pub use model::{EMPTY_ROW, EventModel, Model, Row, row_mask};
-pub use ops::{CmdOp, CmdTarget, MAX_DECODED_CMDS, Op, PAR_QUERY, QUERIES, Target, encode_all};
+pub use links::{ObserverModel, Poke, Rel, Seen, Watch};
+pub use mix::{direct_op, reaction_op};
+pub use model::{
+    EMPTY_ROW, EXTRA_CHILDREN, EXTRA_OBSERVER, EXTRA_PARENT, EXTRA_RELATED, EventModel, Model, Row, row_mask,
+};
+pub use ops::{
+    CmdOp, CmdTarget, MAX_DECODED_CMDS, MAX_OBSERVERS, Op, PAR_QUERY, QUERIES, Target, encode_all,
+};
 pub use source::{Bytes, Rng, Source};

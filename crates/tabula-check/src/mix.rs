@@ -2,6 +2,8 @@
 //! decode them from bytes (tabula-core's model test): every direct op, weighted so that most
 //! calls succeed, with the population held near a cap. No op of the mix runs a schedule or
 //! starts rayon's threads, so a driver of it runs under Miri's default aliasing model.
+//! [`reaction_op`] draws the observer, relation and hierarchy ops, for drivers that add
+//! them to the mix.
 
 use crate::components::{KINDS, SHAPES};
 use crate::ops::{Op, Target};
@@ -133,5 +135,43 @@ pub fn direct_op(rng: &mut Rng, live: usize, cap: usize) -> Op {
             seed: seed(rng),
         },
         _ => Op::Clear { armed: rng.chance(2) },
+    }
+}
+
+/// One random observer, relation or hierarchy op (see [`crate::links`]): relates (30%),
+/// unrelates (one by one or all of an entity's pairs), sets and removes parents,
+/// `despawn_recursive`, triggers of `Poke`, observers added and despawned. Targets are
+/// mostly live entities, as for [`direct_op`].
+pub fn reaction_op(rng: &mut Rng) -> Op {
+    match rng.below(100) {
+        0..=29 => Op::Relate {
+            source: target(rng),
+            target: target(rng),
+            unrelate: false,
+        },
+        30..=39 => Op::Relate {
+            source: target(rng),
+            target: target(rng),
+            unrelate: true,
+        },
+        40..=43 => Op::UnrelateAll { target: target(rng) },
+        44..=61 => Op::SetParent {
+            child: target(rng),
+            parent: target(rng),
+        },
+        62..=67 => Op::RemoveParent { child: target(rng) },
+        68..=71 => Op::DespawnRecursive { target: target(rng) },
+        72..=83 => Op::Poke {
+            targets: (0..rng.below(4)).map(|_| target(rng)).collect(),
+            value: rng.next_u64() as u8,
+        },
+        84..=95 => Op::Observe {
+            event: rng.below(4) as u8,
+            kind: kind(rng),
+            target: rng.chance(40).then(|| target(rng)),
+        },
+        _ => Op::DespawnObserver {
+            which: rng.next_u64() as u8,
+        },
     }
 }

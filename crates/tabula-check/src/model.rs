@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use tabula::Entity;
 
 use crate::components::{KINDS, Value};
+use crate::links::{Links, ObserverModel, Seen, Watch, stops};
 
 /// One entity's components as the model sees them: one slot per kind.
 pub type Row = [Option<Value>; KINDS];
@@ -53,7 +54,21 @@ pub struct Model {
     pub events: EventModel,
     /// Per kind, the removal log the world should hold, when the kind is tracked.
     removals: [Option<EventModel<Entity>>; KINDS],
+    /// Observers, their expected log, relation pairs and the hierarchy (see
+    /// [`crate::links`]).
+    links: Links,
+    /// Per entity in a pair of `Rel`, how many pairs it is in.
+    related: HashMap<Entity, usize>,
 }
+
+/// [`Model::extras`] bit: the entity is an observer (holds `ObserverState`).
+pub const EXTRA_OBSERVER: u16 = 1;
+/// [`Model::extras`] bit: the entity is in a pair of `Rel` (holds `Related<Rel>`).
+pub const EXTRA_RELATED: u16 = 2;
+/// [`Model::extras`] bit: the entity has a parent (holds `Parent`).
+pub const EXTRA_PARENT: u16 = 4;
+/// [`Model::extras`] bit: the entity has children (holds `Children`).
+pub const EXTRA_CHILDREN: u16 = 8;
 
 impl Model {
     /// Live entities.
@@ -158,9 +173,32 @@ impl Model {
     }
 
     /// Records a new live entity with a new id (see [`Model`]).
+    /// Its components' `OnAdd` and `OnInsert` observers run.
     pub fn spawn(&mut self, entity: Entity, row: Row) {
         self.issue(entity);
+        for (kind, value) in row.iter().enumerate() {
+            if value.is_some() {
+                self.links.fire(Watch::Add(kind), kind as u8, entity);
+                self.links.fire(Watch::Insert(kind), kind as u8, entity);
+            }
+        }
         self.place(entity, row);
+    }
+
+    /// A spawn or insert writes `value` as live `entity`'s component kind `kind`: the
+    /// `OnAdd` observers of the kind run when the entity lacked it, the `OnInsert` ones
+    /// always. Returns false (changing nothing) when `entity` is not live.
+    pub fn write(&mut self, entity: Entity, kind: usize, value: Value) -> bool {
+        let Some(row) = self.rows.get_mut(&entity) else {
+            return false;
+        };
+        let added = row[kind].is_none();
+        row[kind] = Some(value);
+        if added {
+            self.links.fire(Watch::Add(kind), kind as u8, entity);
+        }
+        self.links.fire(Watch::Insert(kind), kind as u8, entity);
+        true
     }
 
     fn place(&mut self, entity: Entity, row: Row) {
@@ -172,9 +210,51 @@ impl Model {
         self.peak = self.peak.max(self.ids.len() + self.pending.len());
     }
 
-    /// Records a despawn (logged as a removal of every tracked kind the entity held);
+    /// Records a despawn (logged as a removal of every tracked kind the entity held, its
+    /// `OnRemove` observers run, and it leaves its observer list, pairs and hierarchy links);
     /// returns the row.
     pub fn kill(&mut self, entity: Entity) -> Row {
+        self.fire_removals(entity);
+        self.bury(entity)
+    }
+
+    /// `World::clear`: every live entity's `OnRemove` observers run first (every observer
+    /// is still there for all of them), then every entity goes.
+    pub fn clear(&mut self) {
+        let ids = self.ids.clone();
+        for &entity in &ids {
+            self.fire_removals(entity);
+        }
+        for entity in ids {
+            self.bury(entity);
+        }
+    }
+
+    /// The `OnRemove` observers of each kind live `entity` holds run.
+    fn fire_removals(&mut self, entity: Entity) {
+        let row = self.rows.get(&entity).expect("a despawned entity was live");
+        for kind in (0..KINDS).filter(|&k| row[k].is_some()) {
+            self.links.fire(Watch::Remove(kind), kind as u8, entity);
+        }
+    }
+
+    /// Despawns `entity` without running observers.
+    fn bury(&mut self, entity: Entity) -> Row {
+        for &(s, t) in self
+            .links
+            .pairs
+            .iter()
+            .filter(|&&(s, t)| s == entity || t == entity)
+        {
+            for e in if s == t { vec![s] } else { vec![s, t] } {
+                let count = self.related.get_mut(&e).expect("counted");
+                *count -= 1;
+                if *count == 0 {
+                    self.related.remove(&e);
+                }
+            }
+        }
+        self.links.forget(entity);
         let row = self.rows.remove(&entity).expect("killed entity was live");
         let at = self.index.remove(&entity).expect("live entities are indexed");
         self.ids.swap_remove(at);
@@ -202,6 +282,7 @@ impl Model {
         if let Some(log) = &mut self.removals[kind] {
             log.send(entity);
         }
+        self.links.fire(Watch::Remove(kind), kind as u8, entity);
         Some(value)
     }
 
@@ -228,6 +309,191 @@ impl Model {
         for log in self.removals.iter_mut().flatten() {
             log.update();
         }
+    }
+}
+
+/// Observers, relations and the hierarchy (see [`crate::links`]).
+impl Model {
+    /// The components live `entity` holds besides its row's, as `EXTRA_*` bits.
+    pub fn extras(&self, entity: Entity) -> u16 {
+        let mut extras = 0;
+        if self.links.observers.iter().any(|o| o.entity == entity) {
+            extras |= EXTRA_OBSERVER;
+        }
+        if self.related.contains_key(&entity) {
+            extras |= EXTRA_RELATED;
+        }
+        if self.links.parent.contains_key(&entity) {
+            extras |= EXTRA_PARENT;
+        }
+        if self.links.children.contains_key(&entity) {
+            extras |= EXTRA_CHILDREN;
+        }
+        extras
+    }
+
+    /// The live observers, in registration order.
+    pub fn observers(&self) -> &[ObserverModel] {
+        &self.links.observers
+    }
+
+    /// The serial the next observer registered gets.
+    pub fn next_serial(&self) -> u32 {
+        self.links.serials
+    }
+
+    /// Records a new observer of `watch` (watching `watched`, or every entity), entity
+    /// `entity` (spawned with no model component), with serial [`next_serial`](Self::next_serial).
+    pub fn add_observer(&mut self, entity: Entity, watch: Watch, watched: Option<Entity>) {
+        self.spawn(entity, EMPTY_ROW);
+        let serial = self.links.serials;
+        self.links.serials += 1;
+        self.links.observers.push(ObserverModel {
+            entity,
+            serial,
+            watch,
+            watched,
+        });
+    }
+
+    /// The observer runs the world's log should hold since the last call, which empties it.
+    pub fn take_log(&mut self) -> Vec<Seen> {
+        std::mem::take(&mut self.links.log)
+    }
+
+    /// How many observer runs were predicted so far.
+    pub fn observer_runs(&self) -> u64 {
+        self.links.runs
+    }
+
+    /// `World::trigger_targets(Poke(value), targets)`, or with no targets `World::trigger`:
+    /// for each target in turn, its observers run, then its parent's and so on up while no
+    /// observer that ran stopped the event ([`stops`]).
+    pub fn poke(&mut self, targets: &[Entity], value: u8) {
+        if !self.links.observers.iter().any(|o| o.watch == Watch::Poke) {
+            return; // with no observer of the event, triggering it does nothing
+        }
+        if targets.is_empty() {
+            for observer in &self.links.observers {
+                if observer.watch == Watch::Poke && observer.watched.is_none() {
+                    self.links.runs += 1;
+                    self.links.log.push(Seen {
+                        observer: observer.serial,
+                        event: Watch::Poke.code(),
+                        detail: value,
+                        target: None,
+                    });
+                }
+            }
+            return;
+        }
+        for &original in targets {
+            let mut target = original;
+            loop {
+                let mut propagate = true;
+                for observer in &self.links.observers {
+                    if observer.watch == Watch::Poke && observer.watched.is_none_or(|w| w == target) {
+                        self.links.runs += 1;
+                        self.links.log.push(Seen {
+                            observer: observer.serial,
+                            event: Watch::Poke.code(),
+                            detail: value,
+                            target: Some(target),
+                        });
+                        propagate &= !stops(observer.serial, value);
+                    }
+                }
+                match self.links.parent.get(&target) {
+                    Some(&parent) if propagate => target = parent,
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// The pairs `(source, target)` of `Rel`, in the order they were made (so each
+    /// entity's targets, and its sources, in that order too).
+    pub fn pairs(&self) -> &[(Entity, Entity)] {
+        &self.links.pairs
+    }
+
+    /// How many pairs of `Rel` there are.
+    pub fn pair_count(&self) -> usize {
+        self.links.pairs.len()
+    }
+
+    /// Relates live `source` to live `target`; false when the pair was there.
+    pub fn relate(&mut self, source: Entity, target: Entity) -> bool {
+        if self.links.pairs.contains(&(source, target)) {
+            return false;
+        }
+        self.links.pairs.push((source, target));
+        *self.related.entry(source).or_default() += 1;
+        if target != source {
+            *self.related.entry(target).or_default() += 1;
+        }
+        true
+    }
+
+    /// Removes the pair `(source, target)`; false when it was not there.
+    pub fn unrelate(&mut self, source: Entity, target: Entity) -> bool {
+        let Some(at) = self.links.pairs.iter().position(|&p| p == (source, target)) else {
+            return false;
+        };
+        self.links.pairs.remove(at);
+        for e in if source == target {
+            vec![source]
+        } else {
+            vec![source, target]
+        } {
+            let count = self.related.get_mut(&e).expect("counted");
+            *count -= 1;
+            if *count == 0 {
+                self.related.remove(&e);
+            }
+        }
+        true
+    }
+
+    /// Removes every pair `entity` is in; returns how many.
+    pub fn unrelate_all(&mut self, entity: Entity) -> usize {
+        let pairs: Vec<(Entity, Entity)> = (self.links.pairs.iter().copied())
+            .filter(|&(s, t)| s == entity || t == entity)
+            .collect();
+        for &(s, t) in &pairs {
+            self.unrelate(s, t);
+        }
+        pairs.len()
+    }
+
+    /// The parent of `entity`, if it has one.
+    pub fn parent(&self, entity: Entity) -> Option<Entity> {
+        self.links.parent.get(&entity).copied()
+    }
+
+    /// The children of `entity`, in the order they were attached.
+    pub fn children(&self, entity: Entity) -> &[Entity] {
+        self.links.children.get(&entity).map_or(&[], Vec::as_slice)
+    }
+
+    /// True when `ancestor` is `entity` or one of its ancestors.
+    pub fn is_ancestor_or_self(&self, ancestor: Entity, entity: Entity) -> bool {
+        self.links.is_ancestor_or_self(ancestor, entity)
+    }
+
+    /// Makes live `child` a child of live `parent` (no cycle), leaving its old parent.
+    pub fn set_parent(&mut self, child: Entity, parent: Entity) {
+        if self.parent(child) == Some(parent) {
+            return;
+        }
+        self.links.detach(child);
+        self.links.parent.insert(child, parent);
+        self.links.children.entry(parent).or_default().push(child);
+    }
+
+    /// Makes `child` a root.
+    pub fn remove_parent(&mut self, child: Entity) {
+        self.links.detach(child);
     }
 }
 

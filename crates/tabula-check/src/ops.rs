@@ -166,7 +166,68 @@ pub enum Op {
     },
     /// `World::update_events` between runs.
     UpdateEvents,
+    /// `World::add_observer` of an observer that logs its runs (see [`crate::links`]): of
+    /// `OnAdd`, `OnInsert` or `OnRemove` of one model kind (`Bomb` excepted), or of the user
+    /// event [`Poke`](crate::Poke); watching every entity, or the one `target` aims at. With
+    /// [`MAX_OBSERVERS`] live already, the oldest is despawned instead.
+    Observe {
+        /// Which event, modulo 4: `OnAdd`, `OnInsert`, `OnRemove`, `Poke`.
+        event: u8,
+        /// The component kind, modulo `KINDS - 1` (no `Bomb`).
+        kind: u8,
+        /// The entity watched; `None`: every entity.
+        target: Option<Target>,
+    },
+    /// `World::despawn` of a live observer (the `which`-th, modulo how many); nothing when
+    /// there is none.
+    DespawnObserver {
+        /// Which observer.
+        which: u8,
+    },
+    /// `World::trigger_targets(Poke(value), targets)`, or `World::trigger` with no target:
+    /// it propagates up the hierarchy from each target.
+    Poke {
+        /// The targets (at most 3 decode).
+        targets: Vec<Target>,
+        /// The event's value.
+        value: u8,
+    },
+    /// `World::set_parent`.
+    SetParent {
+        /// The child.
+        child: Target,
+        /// The parent.
+        parent: Target,
+    },
+    /// `World::remove_parent`.
+    RemoveParent {
+        /// The child.
+        child: Target,
+    },
+    /// `World::despawn_recursive`.
+    DespawnRecursive {
+        /// The root of the subtree.
+        target: Target,
+    },
+    /// `World::relate::<Rel>` or (`unrelate`) `World::unrelate::<Rel>`.
+    Relate {
+        /// The source.
+        source: Target,
+        /// The target.
+        target: Target,
+        /// Remove the pair instead.
+        unrelate: bool,
+    },
+    /// `World::unrelate_all::<Rel>`.
+    UnrelateAll {
+        /// The entity.
+        target: Target,
+    },
 }
+
+/// At most this many observers live in a harness world at once (an [`Op::Observe`] past it
+/// despawns the oldest instead), so that the cost of every op stays bounded.
+pub const MAX_OBSERVERS: usize = 8;
 
 /// An entity a command aims at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,6 +267,21 @@ pub enum CmdOp {
     /// `Commands::despawn`.
     Despawn {
         /// The entity.
+        target: CmdTarget,
+    },
+    /// `Commands::trigger_targets` of [`Poke`](crate::Poke)`(value)` on one entity: its
+    /// observers run when the command is applied (at the schedule's sync point).
+    Trigger {
+        /// The entity.
+        target: CmdTarget,
+        /// The event's value.
+        value: u8,
+    },
+    /// `Commands::relate::<Rel>`: skipped (reported for `source`) when either is dead.
+    Relate {
+        /// The source.
+        source: CmdTarget,
+        /// The target.
         target: CmdTarget,
     },
 }
@@ -255,7 +331,22 @@ fn put_cmd_target(target: CmdTarget, out: &mut Vec<u8>) {
 impl CmdOp {
     /// Reads one command, or `None` when the input is used up.
     pub fn decode(src: &mut impl Source) -> Option<CmdOp> {
-        Some(match src.byte()? % 4 {
+        let code = src.byte()?;
+        // The top 16 byte values, above the canonical 0-3 of the first four commands.
+        if code >= 0xf0 {
+            return Some(if code < 0xf8 {
+                CmdOp::Trigger {
+                    target: cmd_target(src)?,
+                    value: src.byte()?,
+                }
+            } else {
+                CmdOp::Relate {
+                    source: cmd_target(src)?,
+                    target: cmd_target(src)?,
+                }
+            });
+        }
+        Some(match code % 4 {
             0 => CmdOp::Spawn {
                 shape: src.byte()?,
                 seed: src.u16()?,
@@ -297,6 +388,16 @@ impl CmdOp {
                 out.push(3);
                 put_cmd_target(target, out);
             }
+            CmdOp::Trigger { target, value } => {
+                out.push(0xf0);
+                put_cmd_target(target, out);
+                out.push(value);
+            }
+            CmdOp::Relate { source, target } => {
+                out.push(0xf8);
+                put_cmd_target(source, out);
+                put_cmd_target(target, out);
+            }
         }
     }
 }
@@ -309,11 +410,22 @@ const OPCODES: u8 = 20;
 /// The one opcode byte (without the high bit) that clears the world.
 const CLEAR: u8 = 114;
 
+/// Opcode bytes (without the high bit) from this one up, [`CLEAR`] excepted, decode to the
+/// observer, relation and hierarchy ops, by their value modulo 10 (`Op::Observe` takes three
+/// of the ten, so that observers are added about as often as they die, and making a pair
+/// two); the bytes below
+/// keep decoding modulo [`OPCODES`] as before, so corpus files written with the canonical
+/// opcodes keep their meaning.
+const EXTENDED: u8 = 100;
+
 impl Op {
     /// Reads one operation, or `None` when the input is used up.
     pub fn decode(src: &mut impl Source) -> Option<Op> {
         let code = src.byte()?;
         let armed = code & 0x80 != 0;
+        if code & 0x7f >= EXTENDED && code & 0x7f != CLEAR {
+            return Self::decode_extended((code & 0x7f) % 10, armed, src);
+        }
         Some(match (code & 0x7f) % OPCODES {
             0 => Op::Spawn {
                 shape: src.byte()?,
@@ -403,8 +515,45 @@ impl Op {
         })
     }
 
+    /// The observer, relation and hierarchy ops (see [`EXTENDED`]).
+    fn decode_extended(op: u8, armed: bool, src: &mut impl Source) -> Option<Op> {
+        Some(match op {
+            0..=2 => Op::Observe {
+                event: src.byte()?,
+                kind: src.byte()?,
+                target: if armed { Some(src.u16()?) } else { None },
+            },
+            3 => Op::DespawnObserver { which: src.byte()? },
+            4 => {
+                let count = src.byte()?;
+                let targets = (0..count % 4).map(|_| src.u16()).collect::<Option<Vec<_>>>()?;
+                Op::Poke {
+                    targets,
+                    value: src.byte()?,
+                }
+            }
+            5 => Op::SetParent {
+                child: src.u16()?,
+                parent: src.u16()?,
+            },
+            6 if armed => Op::DespawnRecursive { target: src.u16()? },
+            6 => Op::RemoveParent { child: src.u16()? },
+            7 | 8 => Op::Relate {
+                source: src.u16()?,
+                target: src.u16()?,
+                unrelate: false,
+            },
+            _ if armed => Op::UnrelateAll { target: src.u16()? },
+            _ => Op::Relate {
+                source: src.u16()?,
+                target: src.u16()?,
+                unrelate: true,
+            },
+        })
+    }
+
     /// Appends the bytes [`decode`](Self::decode) reads back as `self`. `Run` keeps at most
-    /// [`MAX_DECODED_CMDS`] commands and 3 events.
+    /// [`MAX_DECODED_CMDS`] commands and 3 events; `Poke` at most 3 targets.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let arm = |armed: bool| if armed { 0x80 } else { 0 };
         match self {
@@ -513,6 +662,47 @@ impl Op {
             }
             Op::SendEvent { value } => out.extend([18, *value]),
             Op::UpdateEvents => out.push(19),
+            Op::Observe { event, kind, target } => {
+                out.extend([120 | arm(target.is_some()), *event, *kind]);
+                if let Some(target) = target {
+                    out.extend(target.to_le_bytes());
+                }
+            }
+            Op::DespawnObserver { which } => out.extend([123, *which]),
+            Op::Poke { targets, value } => {
+                let targets = &targets[..targets.len().min(3)];
+                out.extend([124, targets.len() as u8]);
+                for target in targets {
+                    out.extend(target.to_le_bytes());
+                }
+                out.push(*value);
+            }
+            Op::SetParent { child, parent } => {
+                out.push(125);
+                out.extend(child.to_le_bytes());
+                out.extend(parent.to_le_bytes());
+            }
+            Op::RemoveParent { child } => {
+                out.push(126);
+                out.extend(child.to_le_bytes());
+            }
+            Op::DespawnRecursive { target } => {
+                out.push(126 | 0x80);
+                out.extend(target.to_le_bytes());
+            }
+            Op::Relate {
+                source,
+                target,
+                unrelate,
+            } => {
+                out.push(if *unrelate { 109 } else { 107 });
+                out.extend(source.to_le_bytes());
+                out.extend(target.to_le_bytes());
+            }
+            Op::UnrelateAll { target } => {
+                out.push(109 | 0x80);
+                out.extend(target.to_le_bytes());
+            }
         }
     }
 }

@@ -111,3 +111,33 @@ fn schedules_moving_between_worlds_keep_lanes_and_slots_bounded() {
     }
     harness.finish();
 }
+
+/// The decoder reaches the observer, relation and hierarchy ops, and they do something:
+/// observers run (and the checks compare their logs), pairs are made, parents set, subtrees
+/// despawned.
+#[test]
+fn seeded_sequences_drive_observers_relations_and_the_hierarchy() {
+    use tabula_check::{Harness, Op, Rng};
+    let mut total = tabula_check::Stats::default();
+    for seed in 0..8 {
+        let mut harness = Harness::new();
+        let mut source = Rng(0x0b5e_0000 ^ seed);
+        for _ in 0..400 {
+            let op = Op::decode(&mut source).expect("a random stream never ends");
+            harness.apply(&op);
+            harness.check();
+        }
+        let stats = harness.stats();
+        total.observers_added += stats.observers_added;
+        total.observer_runs += stats.observer_runs;
+        total.pairs_made += stats.pairs_made;
+        total.parents_set += stats.parents_set;
+        total.despawned_recursively += stats.despawned_recursively;
+        harness.finish();
+    }
+    assert!(total.observers_added >= 100, "{total:?}");
+    assert!(total.observer_runs >= 150, "{total:?}");
+    assert!(total.pairs_made >= 20, "{total:?}");
+    assert!(total.parents_set >= 20, "{total:?}");
+    assert!(total.despawned_recursively >= 20, "{total:?}");
+}

@@ -4,7 +4,10 @@
 //! The model, the component types, the operations, the RNG and the checks are
 //! `tabula-check`'s, shared with the fuzzer and the soak (see its crate docs and
 //! docs/safety.md); this file only drives them, with a mix of direct calls sized for Miri
-//! (`tabula_check::direct_op`: no schedule runs, nothing on rayon's threads). After every
+//! (`tabula_check::direct_op`: no schedule runs, nothing on rayon's threads), and outside
+//! Miri 8% of steps are observer, relation and hierarchy ops
+//! (`tabula_check::reaction_op`: observers of lifecycle events and of a user event logging
+//! their runs, `relate` / `unrelate`, `set_parent`, `despawn_recursive`). After every
 //! step the harness's full check runs (every live entity, the recent dead and reserved ids,
 //! `World::view`, archetypes, queries, removal logs, drop counts), then every query kept
 //! since the start makes its passes (`iter`, `count` and `get`; `for_each`,
@@ -17,7 +20,7 @@
 //! A failure names its seed and step; rerun that sequence alone with
 //! `TABULA_MODEL_SEED=<seed> cargo test -p tabula-core --test model`.
 
-use tabula_check::{Harness, KINDS, Op, PAR_QUERY, QUERIES, Rng, direct_op};
+use tabula_check::{Harness, KINDS, Op, PAR_QUERY, QUERIES, Rng, direct_op, reaction_op};
 use tabula_core::World;
 
 /// Kinds (`tabula_check::KINDS` numbering) whose removals are tracked from the first step,
@@ -76,6 +79,10 @@ fn run_sequence(seed: u64, steps: usize) {
         }
         let op = if step == steps / 2 {
             Op::Clear { armed: false }
+        } else if !cfg!(miri) && rng.chance(8) {
+            // Observers run systems, which Miri-sized runs leave out (their sequences are
+            // the same as before these ops existed).
+            reaction_op(&mut rng)
         } else {
             direct_op(&mut rng, harness.model().len(), cap)
         };

@@ -16,6 +16,11 @@
 //! panics now and then), a query, and a sampled check of both worlds; the full check (every
 //! live entity, every archetype, every query, drop accounting) runs every `--full-every`
 //! frames and at the end. The first world's population is steered towards `--entities`.
+//! Three direct calls in a hundred, and two commands in a hundred, are observer, relation
+//! or hierarchy ops (`tabula_check::reaction_op`; commands that trigger `Poke` and relate
+//! entities): pairs made and dropped with the entities, parents set, subtrees despawned,
+//! observers (at most `tabula_check::MAX_OBSERVERS` at once) added and despawned, their
+//! runs compared with the model's at every check.
 //! It stops once both `--ops` structural calls and `--runs` schedule runs are done.
 //!
 //! Growth checks, after a warm-up of the first tenth of the run: the resident set (VmRSS),
@@ -29,7 +34,7 @@
 
 use std::time::Instant;
 
-use tabula_check::{CmdOp, CmdTarget, Harness, MAX_ARCHETYPES, Op, QUERIES, Rng, SHAPES};
+use tabula_check::{CmdOp, CmdTarget, Harness, MAX_ARCHETYPES, Op, QUERIES, Rng, SHAPES, reaction_op};
 
 struct Args {
     ops: u64,
@@ -130,6 +135,14 @@ fn run_op(rng: &mut Rng, cmds: usize, live: usize, wanted: usize, away: bool) ->
             r if r < grow + shrink => CmdOp::Despawn {
                 target: cmd_target(rng),
             },
+            r if r < grow + shrink + 2 => CmdOp::Trigger {
+                target: cmd_target(rng),
+                value: rng.next_u64() as u8,
+            },
+            r if r < grow + shrink + 4 => CmdOp::Relate {
+                source: cmd_target(rng),
+                target: cmd_target(rng),
+            },
             r if r < grow + shrink + 30 => CmdOp::Insert {
                 target: cmd_target(rng),
                 shape: shape(rng),
@@ -202,6 +215,7 @@ fn direct_op(rng: &mut Rng, live: usize, wanted: usize) -> Op {
         r if r < grow + shrink + 52 => Op::SendEvent {
             value: rng.next_u64() as u8,
         },
+        r if r < grow + shrink + 55 => reaction_op(rng),
         _ => Op::Flush,
     }
 }
@@ -330,7 +344,7 @@ fn main() {
     harness.check();
     harness.finish();
     println!(
-        "done in {elapsed:.1}s: {} structural calls ({:.0}/s), {} schedule runs ({:.0}/s), {} ops, {} moves between worlds, {} provoked panics, {} skipped commands; final live {}, slots {}, lanes {}, archetypes {}, max events buffered {max_events}, max removal log entries {max_removals}; VmRSS {rss} KiB, VmHWM {hwm} KiB; final full check passed",
+        "done in {elapsed:.1}s: {} structural calls ({:.0}/s), {} schedule runs ({:.0}/s), {} ops, {} moves between worlds, {} provoked panics, {} skipped commands, {} observers added, {} observer runs, {} pairs made, {} parents set, {} despawned recursively; final live {}, slots {}, lanes {}, archetypes {}, max events buffered {max_events}, max removal log entries {max_removals}; VmRSS {rss} KiB, VmHWM {hwm} KiB; final full check passed",
         stats.structural,
         stats.structural as f64 / elapsed,
         stats.runs,
@@ -339,6 +353,11 @@ fn main() {
         stats.moves,
         stats.panics,
         stats.skipped_commands,
+        stats.observers_added,
+        stats.observer_runs,
+        stats.pairs_made,
+        stats.parents_set,
+        stats.despawned_recursively,
         shape.entities,
         shape.slots,
         shape.lanes,

@@ -1,5 +1,6 @@
-//! Commands: what the schedules' command system records (spawns, inserts, removes and
-//! despawns, some aimed at dead, reserved, never-issued or another world's ids), and how the
+//! Commands: what the schedules' command system records (spawns, inserts, removes,
+//! despawns, triggers of `Poke` and pairs of `Rel`, some aimed at dead, reserved,
+//! never-issued or another world's ids), and how the
 //! model applies them when the world does, telling which ones the world must report skipped
 //! and why.
 
@@ -12,6 +13,7 @@ use super::Harness;
 use super::schedules::Script;
 use super::side::{Side, never_issued};
 use crate::components::{ModelBundle, SHAPES, Shared, Value, shape_kinds, with_shape};
+use crate::links::{Poke, Rel};
 use crate::model::EMPTY_ROW;
 use crate::ops::{CmdOp, CmdTarget};
 
@@ -40,6 +42,14 @@ pub(super) enum Cmd {
     },
     Despawn {
         aim: Aim,
+    },
+    Trigger {
+        aim: Aim,
+        value: u8,
+    },
+    Relate {
+        source: Aim,
+        target: Aim,
     },
 }
 
@@ -92,6 +102,13 @@ pub(super) fn cmd_system(script: Res<Script>, mut log: ResMut<CmdLog>, mut comma
                 with_shape!(*shape, cmd_remove(&mut commands, entity));
             }
             Cmd::Despawn { aim } => commands.despawn(resolve(*aim, &log.0, script.tag)),
+            Cmd::Trigger { aim, value } => {
+                commands.trigger_targets(Poke(*value), [resolve(*aim, &log.0, script.tag)]);
+            }
+            Cmd::Relate { source, target } => commands.relate::<Rel>(
+                resolve(*source, &log.0, script.tag),
+                resolve(*target, &log.0, script.tag),
+            ),
         }
     }
 }
@@ -127,6 +144,14 @@ impl Harness {
                 CmdOp::Despawn { target } => Cmd::Despawn {
                     aim: aim(self, target),
                 },
+                CmdOp::Trigger { target, value } => Cmd::Trigger {
+                    aim: aim(self, target),
+                    value,
+                },
+                CmdOp::Relate { source, target } => Cmd::Relate {
+                    source: aim(self, source),
+                    target: aim(self, target),
+                },
             })
             .collect()
     }
@@ -156,20 +181,21 @@ pub(super) fn apply(side: &mut Side, cmds: &[Cmd], spawned: &[Entity]) -> Vec<(E
             Cmd::Spawn { shape, values } => {
                 let entity = spawned[spawns];
                 spawns += 1;
-                let row = (side.model.row_mut(entity)).expect("a spawn's own reservation is live");
+                let row = (side.model.row(entity)).expect("a spawn's own reservation is live");
                 assert!(row.iter().all(Option::is_none));
-                *row = Harness::row_of(&shape_kinds(*shape), values);
+                for (&kind, value) in shape_kinds(*shape).iter().zip(values) {
+                    side.model.write(entity, kind, value.clone());
+                }
             }
             Cmd::Insert { aim, shape, values } => {
                 let entity = resolve(*aim, &spawned[..spawns], tag);
                 let absent = side.absent(entity);
-                match side.model.row_mut(entity) {
-                    Some(row) => {
-                        for (&kind, value) in shape_kinds(*shape).iter().zip(values) {
-                            row[kind] = Some(value.clone());
-                        }
+                if side.model.is_live(entity) {
+                    for (&kind, value) in shape_kinds(*shape).iter().zip(values) {
+                        side.model.write(entity, kind, value.clone());
                     }
-                    None => skipped.push((entity, absent)),
+                } else {
+                    skipped.push((entity, absent));
                 }
             }
             Cmd::Remove { aim, shape } => {
@@ -195,6 +221,21 @@ pub(super) fn apply(side: &mut Side, cmds: &[Cmd], spawned: &[Entity]) -> Vec<(E
                     side.model.kill(entity);
                 } else {
                     skipped.push((entity, side.absent(entity)));
+                }
+            }
+            Cmd::Trigger { aim, value } => {
+                let entity = resolve(*aim, &spawned[..spawns], tag);
+                side.model.poke(&[entity], *value);
+            }
+            Cmd::Relate { source, target } => {
+                let source = resolve(*source, &spawned[..spawns], tag);
+                let target = resolve(*target, &spawned[..spawns], tag);
+                // A dead entity fails the command, reported for the source.
+                match [source, target].into_iter().find(|&e| !side.model.is_live(e)) {
+                    Some(dead) => skipped.push((source, side.absent(dead))),
+                    None => {
+                        side.model.relate(source, target);
+                    }
                 }
             }
         }

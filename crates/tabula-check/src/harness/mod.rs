@@ -10,8 +10,9 @@
 //! concern, one private module each: `side` (one world and what it must match, its checks
 //! and the slot bound), `direct` (the direct ops), `queries` (the kept queries' passes),
 //! `schedules` (the three schedules, their systems and gates, and a run), `commands` (what
-//! the command system records, and the model's side of applying it), and `panics` (provoked
-//! panics and the panic hook). This module holds the harness itself: picking targets,
+//! the command system records, and the model's side of applying it), `reactions`
+//! (observers and their log, `trigger`, the hierarchy and relation ops, and their check; see
+//! [`crate::links`]), and `panics` (provoked panics and the panic hook). This module holds the harness itself: picking targets,
 //! dispatching ops, and the entry points [`run_bytes`] and [`run_seed`].
 //!
 //! Three schedules run on the worlds, each with one command system that records what the
@@ -105,6 +106,7 @@ mod commands;
 mod direct;
 mod panics;
 mod queries;
+mod reactions;
 mod schedules;
 mod side;
 
@@ -144,6 +146,16 @@ pub struct Stats {
     pub panics: u64,
     /// Commands the schedules reported as skipped.
     pub skipped_commands: u64,
+    /// Observers added.
+    pub observers_added: u64,
+    /// Observer runs the models predicted (and the checks found in the worlds' logs).
+    pub observer_runs: u64,
+    /// Pairs of `Rel` made by `relate`.
+    pub pairs_made: u64,
+    /// Parents set by `set_parent` (refused calls not counted).
+    pub parents_set: u64,
+    /// Entities despawned by `despawn_recursive`, roots included.
+    pub despawned_recursively: u64,
 }
 
 /// Two worlds and the models they must match, the three schedules that alternate between
@@ -216,7 +228,10 @@ impl Harness {
 
     /// What the harness has done so far.
     pub fn stats(&self) -> Stats {
-        self.stats
+        Stats {
+            observer_runs: self.side.model.observer_runs() + self.other.model.observer_runs(),
+            ..self.stats
+        }
     }
 
     /// The first world's structural figures.
@@ -476,6 +491,18 @@ impl Harness {
                 self.side.world.update_events();
                 self.side.model.update_events();
             }
+            Op::Observe { event, kind, target } => self.observe(event, kind, target),
+            Op::DespawnObserver { which } => self.despawn_observer(which),
+            Op::Poke { ref targets, value } => self.poke(targets, value),
+            Op::SetParent { child, parent } => self.set_parent(child, parent),
+            Op::RemoveParent { child } => self.remove_parent(child),
+            Op::DespawnRecursive { target } => self.despawn_recursive(target),
+            Op::Relate {
+                source,
+                target,
+                unrelate,
+            } => self.relate(source, target, unrelate),
+            Op::UnrelateAll { target } => self.unrelate_all(target),
         }
         assert!(!self.side.shared.disarm(), "the fuse was left armed");
     }

@@ -10,6 +10,7 @@ use tabula::{Entity, EntityError, Events, HookContext, HookWorld, World};
 
 use super::commands::CmdLog;
 use super::queries::KeptQueries;
+use super::reactions::ObserverLog;
 use super::schedules::{Gates, ReadLog, Script};
 use super::{LANES, Ping};
 use crate::check::Checker;
@@ -94,6 +95,7 @@ impl Side {
         world.insert_resource(Gates::default());
         world.add_event::<Ping>();
         world.init_resource::<NameHolders>();
+        world.init_resource::<ObserverLog>();
         world
             .register_component::<Name>()
             .on_add(name_added)
@@ -123,6 +125,7 @@ impl Side {
     pub(super) fn check(&mut self) {
         self.checker.check(&self.world, &self.model, &self.shared);
         self.check_hooks();
+        self.check_links(true);
         self.check_events();
         self.check_slots();
         self.touched = false;
@@ -131,6 +134,7 @@ impl Side {
     /// A cheap check (see [`Checker::check_sample`]), the buffered events and the slot bound.
     pub(super) fn check_sample(&mut self, sample: usize, salt: usize) {
         (self.checker).check_sample(&self.world, &self.model, &self.shared, sample, salt);
+        self.check_links(false);
         self.check_events();
         self.check_slots();
     }
