@@ -20,6 +20,14 @@
 //!   hand-written counterpart of the frame's one `par_for_each`). The setup checks
 //!   that every thread count leaves the same world (digest of entity ids and all state).
 //!
+//! - `frame_overhead`: 64 parameterless systems run four ways: `schedule_run` calls
+//!   `Schedule::run` directly; `run_schedule` runs the same systems as the `Update` schedule
+//!   of the world's `Schedules` (`world.run_schedule(Update)`); `run_frame` runs a whole
+//!   frame (`world.run_frame(dt)`) whose only schedule is that `Update` (the clock, the fixed
+//!   step with nothing due, the empty phases skipped, events aged); `run_frame_in_state` adds
+//!   a registered state and puts the 64 systems in a set gated by `in_state` (one condition
+//!   per system, true). What labelled schedules, the frame and states add per system.
+//!
 //! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
 //! `docs/benchmarks.md` (section "Scheduler").
 //!
@@ -253,6 +261,83 @@ fn empty_systems(c: &mut Criterion) {
             });
         }
     }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// frame_overhead
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Mode {
+    On,
+}
+impl States for Mode {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Gated;
+impl SystemSet for Gated {}
+
+/// Adds the first `n` empty systems to the world's `Update` schedule, in `Gated` or not.
+struct AddToUpdate<'a> {
+    world: &'a mut World,
+    n: usize,
+    gated: bool,
+}
+
+impl Visit for AddToUpdate<'_> {
+    fn visit<const I: usize>(&mut self) {
+        if I < self.n {
+            if self.gated {
+                self.world.add_systems(Update, empty::<I>.in_set(Gated));
+            } else {
+                self.world.add_systems(Update, empty::<I>);
+            }
+        }
+    }
+}
+
+fn frame_overhead(c: &mut Criterion) {
+    const N: usize = 64;
+    let dt = Duration::from_micros(100); // far below the fixed step: no fixed schedule runs
+    let mut group = c.benchmark_group("frame_overhead");
+    group.throughput(Throughput::Elements(N as u64));
+
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    visit_thousand(&mut AddSystems {
+        schedule: &mut schedule,
+        n: N,
+    });
+    assert_eq!(schedule.len(), N);
+    group.bench_function("schedule_run", |b| b.iter(|| schedule.run(black_box(&mut world))));
+
+    let labelled = || {
+        let mut world = World::new();
+        visit_thousand(&mut AddToUpdate {
+            world: &mut world,
+            n: N,
+            gated: false,
+        });
+        world
+    };
+    let mut world = labelled();
+    group.bench_function("run_schedule", |b| {
+        b.iter(|| black_box(&mut world).run_schedule(Update))
+    });
+    let mut world = labelled();
+    group.bench_function("run_frame", |b| b.iter(|| black_box(&mut world).run_frame(dt)));
+
+    let mut world = World::new();
+    world.insert_state(Mode::On);
+    world.configure_sets(Update, Gated.run_if(in_state(Mode::On)));
+    visit_thousand(&mut AddToUpdate {
+        world: &mut world,
+        n: N,
+        gated: true,
+    });
+    group.bench_function("run_frame_in_state", |b| {
+        b.iter(|| black_box(&mut world).run_frame(dt))
+    });
     group.finish();
 }
 
@@ -495,6 +580,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, empty_systems, busy_systems, game_frame
+    targets = schedule, empty_systems, frame_overhead, busy_systems, game_frame
 }
 criterion_main!(benches);
