@@ -100,7 +100,15 @@ pub unsafe trait WorldQuery {
 ///
 /// # Safety
 /// As for [`WorldQuery`]; `fetch` must return only references within the access reported.
+/// `ReadOnly` must read only what `Self` reports reading or writing, through the same state,
+/// caches and prepared forms (so its fetch may be built from `Self`'s matches), and write
+/// nothing.
 pub unsafe trait QueryData: WorldQuery {
+    /// The same term without its writes: `&T` for `&mut T`, `Ref<T>` for `Mut<T>`, member by
+    /// member for tuples and `Option`, and the term itself for one that only reads. A query
+    /// with mutable terms hands these out through shared access (`Query::iter` on a
+    /// `Query<&mut T>` yields `&T`).
+    type ReadOnly: ReadOnlyQueryData<State = Self::State, Cache = Self::Cache, Prepared = Self::Prepared>;
     /// The item for one entity.
     type Item<'w>;
     /// The items of a whole archetype at once, for [`for_each_chunk`](super::QueryState::for_each_chunk):
@@ -173,7 +181,7 @@ pub unsafe trait QueryData: WorldQuery {
     label = "this query has a `&mut` or `Mut` term",
     note = "use the method's `_mut` form (`iter_mut`, `get_mut`, `par_for_each_mut`) on a `mut` query"
 )]
-pub unsafe trait ReadOnlyQueryData: QueryData {}
+pub unsafe trait ReadOnlyQueryData: QueryData<ReadOnly = Self> {}
 
 // ---------------------------------------------------------------------------------------
 // Entity
@@ -221,6 +229,7 @@ unsafe impl Sync for PreparedEntities {}
 
 // SAFETY: hands out copies of entity ids only.
 unsafe impl QueryData for Entity {
+    type ReadOnly = Self;
     type Item<'w> = Entity;
     type Chunk<'w> = &'w [Entity];
 
@@ -394,6 +403,7 @@ macro_rules! read_term {
         // SAFETY: hands out shared items of the column it reported reading; its ticks are
         // read, never written.
         unsafe impl<'a, T: Component> QueryData for $ty {
+            type ReadOnly = Self;
             type Item<'w> = $item;
             type Chunk<'w> = &'w [T];
 
@@ -430,7 +440,7 @@ read_term!(Ref<'a, T>, Ref<'w, T>, |fetch, row| Ref::new(
 // &mut T and Mut<T>
 
 macro_rules! write_term {
-    ($ty:ty) => {
+    ($ty:ty, $read_only:ty) => {
         // SAFETY: writes column `cache` of `T` and its `changed` ticks, reported as a write.
         unsafe impl<'a, T: Component> WorldQuery for $ty {
             component_state!(write);
@@ -459,8 +469,10 @@ macro_rules! write_term {
         }
 
         // SAFETY: hands out one `Mut<T>` per row; rows are distinct (the caller's contract)
-        // and the column is written by this query alone (its reported access).
+        // and the column is written by this query alone (its reported access). The read-only
+        // form reads the same column, with the same state, cache and prepared form.
         unsafe impl<'a, T: Component> QueryData for $ty {
+            type ReadOnly = $read_only;
             type Item<'w> = Mut<'w, T>;
             type Chunk<'w> = &'w mut [T];
 
@@ -540,8 +552,8 @@ macro_rules! write_term {
     };
 }
 
-write_term!(&'a mut T);
-write_term!(Mut<'a, T>);
+write_term!(&'a mut T, &'a T);
+write_term!(Mut<'a, T>, Ref<'a, T>);
 
 // ---------------------------------------------------------------------------------------
 // Option<Q>
@@ -581,8 +593,9 @@ unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
     }
 }
 
-// SAFETY: delegates to `Q`.
+// SAFETY: delegates to `Q` (whose read-only form reads through `Q`'s caches).
 unsafe impl<Q: QueryData> QueryData for Option<Q> {
+    type ReadOnly = Option<Q::ReadOnly>;
     type Item<'w> = Option<Q::Item<'w>>;
     type Chunk<'w> = Option<Q::Chunk<'w>>;
 
@@ -683,6 +696,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
 
 // SAFETY: yields plain booleans.
 unsafe impl<T: Component> QueryData for Has<T> {
+    type ReadOnly = Self;
     type Item<'w> = bool;
     type Chunk<'w> = bool;
 
@@ -745,6 +759,7 @@ macro_rules! tuple_data {
         // SAFETY: members' items, each within its own access.
         #[allow(unused_variables, clippy::unused_unit)]
         unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type ReadOnly = ($($name::ReadOnly,)*);
             type Item<'w> = ($($name::Item<'w>,)*);
             type Chunk<'w> = ($($name::Chunk<'w>,)*);
 

@@ -48,15 +48,32 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
     /// For `'w`, the caller holds the access `state` reports through `world` (shared for a
     /// read-only query, exclusive for the columns it writes), `world` is the state's world,
     /// and the state's archetypes are up to date.
+    #[inline]
     pub(crate) unsafe fn new(
         state: &'s QueryState<D, F>,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { Self::from_matched(&state.matched, world, ticks) }
+    }
+
+    /// The iterator over the matches of a state, which may be the state of a query whose
+    /// read-only form `D` is (the matches are the same type).
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new), with `matched` the matches of an up-to-date state of
+    /// `world` whose access covers `D`'s.
+    #[inline]
+    pub(crate) unsafe fn from_matched(
+        matched: &'s [Matched<D::Cache, F::Cache>],
         world: UnsafeWorldCell<'w>,
         ticks: RunTicks,
     ) -> Self {
         Self {
             // SAFETY: only the archetype list (structure) is read through this reference.
             archetypes: unsafe { world.world() }.archetype_list(),
-            matched: state.matched.iter(),
+            matched: matched.iter(),
             ticks,
             current: None,
             row: 0,

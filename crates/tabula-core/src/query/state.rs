@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 
 use super::access::Access;
 use super::error::{AccessConflict, QueryError};
-use super::fetch::{QueryData, ReadOnlyQueryData};
+use super::fetch::{QueryData, WorldQuery};
 use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
@@ -211,15 +211,22 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         world.peek_run(self.last_run)
     }
 
-    /// Iterates the matching entities through shared access.
-    pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, D, F>
-    where
-        D: ReadOnlyQueryData,
-    {
+    /// Iterates the matching entities through shared access. A query with mutable terms
+    /// yields their read-only forms ([`QueryData::ReadOnly`]): `&T` for `&mut T`.
+    ///
+    /// ```
+    /// use tabula::World;
+    /// let mut world = World::new();
+    /// world.spawn((1u32, 'a'));
+    /// let mut q = world.query::<(&mut u32, &char)>();
+    /// let items: Vec<(&u32, &char)> = q.iter(&world).collect();
+    /// assert_eq!(items, [(&1, &'a')]);
+    /// ```
+    pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, D::ReadOnly, F> {
         self.update_archetypes(world);
         let ticks = world.start_run(&mut self.last_run);
-        // SAFETY: `D` is read-only and `&World` rules out writers for `'w`.
-        unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }
+        // SAFETY: `&World` rules out writers for `'w`, and the items are read-only.
+        unsafe { self.iter_read_only_unchecked(UnsafeWorldCell::new_readonly(world), ticks) }
     }
 
     /// Iterates the matching entities with mutable access; `&mut T` terms yield [`Mut<T>`](crate::Mut),
@@ -246,6 +253,23 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) -> QueryIter<'w, 's, D, F> {
         // SAFETY: forwarded contract.
         unsafe { QueryIter::new(self, world, ticks) }
+    }
+
+    /// Iterates the read-only forms of the items ([`QueryData::ReadOnly`]) through an
+    /// [`UnsafeWorldCell`]: `&T` for a `&mut T` term.
+    ///
+    /// # Safety
+    /// For `'w`, the caller holds at least shared access to everything
+    /// [`access`](Self::access) reports (no one writes what the query reads or writes), and
+    /// `world` is the state's world with archetypes already updated.
+    pub unsafe fn iter_read_only_unchecked<'w, 's>(
+        &'s self,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> QueryIter<'w, 's, D::ReadOnly, F> {
+        // SAFETY: `D::ReadOnly` reads through `D`'s matches (the `QueryData` contract) only
+        // what `D` reads or writes, which the caller holds shared.
+        unsafe { QueryIter::from_matched(&self.matched, world, ticks) }
     }
 
     /// Calls `f` once per non-empty matching archetype with whole columns, e.g.
@@ -297,14 +321,16 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
     }
 
-    /// The item of one entity, through shared access.
-    pub fn get<'w>(&mut self, world: &'w World, entity: Entity) -> Result<D::Item<'w>, QueryError>
-    where
-        D: ReadOnlyQueryData,
-    {
+    /// The item of one entity, through shared access (read-only forms of mutable terms:
+    /// `&T` for `&mut T`).
+    pub fn get<'w>(
+        &mut self,
+        world: &'w World,
+        entity: Entity,
+    ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
         let ticks = self.peek_ticks(world);
-        // SAFETY: read-only `D` under `&World`.
-        unsafe { self.get_unchecked(UnsafeWorldCell::new_readonly(world), entity, ticks) }
+        // SAFETY: read-only items under `&World`.
+        unsafe { self.get_read_only_unchecked(UnsafeWorldCell::new_readonly(world), entity, ticks) }
     }
 
     /// The item of one entity, with mutable access.
@@ -329,6 +355,28 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         let found = unsafe { self.locate(world, entity, ticks) }?;
         // SAFETY: forwarded contract.
         Ok(unsafe { Self::fetch_at(found, ticks) })
+    }
+
+    /// The read-only item of one entity ([`QueryData::ReadOnly`]) through an
+    /// [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`iter_read_only_unchecked`](Self::iter_read_only_unchecked).
+    pub unsafe fn get_read_only_unchecked<'w>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
+        // SAFETY: the state is up to date for this world (the caller's contract).
+        let (location, archetype, matched) = unsafe { self.locate(world, entity, ticks) }?;
+        // SAFETY: the cache came from matching this archetype, and `D::ReadOnly` reads with
+        // `D`'s caches (the `QueryData` contract) only what the caller holds shared; the row
+        // is live (located above).
+        Ok(unsafe {
+            let mut fetch = <D::ReadOnly as WorldQuery>::fetch_archetype(matched.data, archetype, ticks);
+            <D::ReadOnly as QueryData>::fetch(&mut fetch, location.row as usize)
+        })
     }
 
     /// The items of several distinct entities at once, with mutable access.
@@ -384,14 +432,44 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }))
     }
 
-    /// The only matching item; an error when there are none or several.
-    pub fn single<'w>(&mut self, world: &'w World) -> Result<D::Item<'w>, QueryError>
-    where
-        D: ReadOnlyQueryData,
-    {
+    /// The only matching item (read-only forms of mutable terms); an error when there are
+    /// none or several.
+    pub fn single<'w>(
+        &mut self,
+        world: &'w World,
+    ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
         let ticks = self.peek_ticks(world);
-        // SAFETY: read-only `D` under `&World`.
-        unsafe { self.single_unchecked(UnsafeWorldCell::new_readonly(world), ticks) }
+        // SAFETY: read-only items under `&World`.
+        unsafe { self.single_read_only_unchecked(UnsafeWorldCell::new_readonly(world), ticks) }
+    }
+
+    /// The only matching read-only item through an [`UnsafeWorldCell`].
+    ///
+    /// # Safety
+    /// As for [`iter_read_only_unchecked`](Self::iter_read_only_unchecked).
+    pub unsafe fn single_read_only_unchecked<'w>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
+        // SAFETY: forwarded contract.
+        self.single_of(unsafe { self.iter_read_only_unchecked(world, ticks) })
+    }
+
+    /// The only item `iter` has left, or why there is not exactly one.
+    fn single_of<'w, R: QueryData>(
+        &self,
+        mut iter: QueryIter<'w, '_, R, F>,
+    ) -> Result<R::Item<'w>, QueryError> {
+        match (iter.next(), iter.matches_more()) {
+            (Some(item), false) => Ok(item),
+            (None, _) => Err(QueryError::NoEntities {
+                query: type_name::<(D, F)>(),
+            }),
+            (Some(_), true) => Err(QueryError::MultipleEntities {
+                query: type_name::<(D, F)>(),
+            }),
+        }
     }
 
     /// The only matching item, mutably; an error when there are none or several.
@@ -411,16 +489,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
     ) -> Result<D::Item<'w>, QueryError> {
         // SAFETY: forwarded contract; at most one item is kept.
-        let mut iter = unsafe { QueryIter::new(self, world, ticks) };
-        match (iter.next(), iter.matches_more()) {
-            (Some(item), false) => Ok(item),
-            (None, _) => Err(QueryError::NoEntities {
-                query: type_name::<(D, F)>(),
-            }),
-            (Some(_), true) => Err(QueryError::MultipleEntities {
-                query: type_name::<(D, F)>(),
-            }),
-        }
+        self.single_of(unsafe { QueryIter::new(self, world, ticks) })
     }
 
     /// How many entities match, through an [`UnsafeWorldCell`] (filters only; no item is

@@ -523,3 +523,50 @@ fn contains_evaluates_filters_without_fetching() {
     assert!(changed.contains(&world, a) && changed.contains(&world, a));
     assert!(!changed.contains(&world, b));
 }
+
+#[test]
+fn mutable_queries_read_through_shared_access() {
+    let (mut world, [a, b, c]) = world_with_three();
+    let mut q = world.query_filtered::<(Entity, &mut Pos, Option<Mut<Health>>), Without<Frozen>>();
+    // `iter` on `&World` yields the read-only forms: `&Pos`, `Option<Ref<Health>>`.
+    let rows: Vec<(Entity, f32, Option<u32>)> = q
+        .iter(&world)
+        .map(|(e, p, h): (Entity, &Pos, Option<Ref<Health>>)| (e, p.0, h.map(|h| h.0)))
+        .collect();
+    assert_eq!(sorted_by_entity(rows), [(a, 0.0, None), (c, 20.0, Some(5))]);
+    assert_eq!(q.get(&world, c).map(|(_, p, _)| p.0), Ok(20.0));
+    assert!(
+        matches!(q.get(&world, b), Err(QueryError::NoMatch { .. })),
+        "filtered out"
+    );
+    assert!(matches!(
+        q.single(&world),
+        Err(QueryError::MultipleEntities { .. })
+    ));
+
+    // Reading marks nothing changed; writing afterwards still does.
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    changed.iter(&world).for_each(drop);
+    q.iter(&world).for_each(drop);
+    assert_eq!(
+        changed.iter(&world).count(),
+        0,
+        "a read-only pass changes nothing"
+    );
+    for (_, mut p, _) in q.iter_mut(&mut world) {
+        p.0 += 1.0;
+    }
+    assert_eq!(sorted(changed.iter(&world).collect()), [a, c]);
+    let read: Vec<f32> = q.iter(&world).map(|(_, p, _)| p.0).collect();
+    assert_eq!(sorted_f32(read), [1.0, 21.0]);
+}
+
+fn sorted_by_entity<T>(mut v: Vec<(Entity, T, Option<u32>)>) -> Vec<(Entity, T, Option<u32>)> {
+    v.sort_by_key(|r| r.0);
+    v
+}
+
+fn sorted_f32(mut v: Vec<f32>) -> Vec<f32> {
+    v.sort_by(f32::total_cmp);
+    v
+}

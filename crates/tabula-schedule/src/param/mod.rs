@@ -377,13 +377,51 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Qu
 }
 
 impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
-    /// Iterates the matching items through shared access.
-    pub fn iter(&self) -> QueryIter<'w, 's, D, F>
-    where
-        D: ReadOnlyQueryData,
-    {
-        // SAFETY: read-only items; the system holds the query's access.
-        unsafe { self.state.iter_unchecked(self.world, self.ticks) }
+    /// Iterates the matching items through shared access. A query with mutable terms
+    /// yields their read-only forms (`&T` for `&mut T`, `Ref<T>` for `Mut<T>`), so a
+    /// system can read through its `Query<(&mut A, &B)>` as `(&A, &B)` without `mut`.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Hp(u32);
+    /// #[derive(Default)]
+    /// struct Weakest(u32);
+    ///
+    /// fn triage(mut hp: Query<&mut Hp>, mut weakest: ResMut<Weakest>) {
+    ///     // Read first (items are `&Hp`), then write.
+    ///     weakest.0 = hp.iter().map(|hp: &Hp| hp.0).min().unwrap_or(0);
+    ///     for mut hp in &mut hp {
+    ///         hp.0 += 1;
+    ///     }
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.init_resource::<Weakest>();
+    /// world.spawn_batch([(Hp(5),), (Hp(2),)]).for_each(drop);
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(triage);
+    /// schedule.run(&mut world);
+    /// assert_eq!(world.resource::<Weakest>().unwrap().0, 2);
+    /// ```
+    ///
+    /// The items borrow the query, so none is left when it is used mutably:
+    ///
+    /// ```compile_fail
+    /// use tabula::prelude::*;
+    /// struct Hp(u32);
+    /// fn system(mut hp: Query<&mut Hp>) {
+    ///     let first: &Hp = hp.iter().next().unwrap();
+    ///     for mut hp in &mut hp {
+    ///         hp.0 += 1; // error: `hp` is still borrowed by `first`
+    ///     }
+    ///     println!("{}", first.0);
+    /// }
+    /// ```
+    pub fn iter(&self) -> QueryIter<'_, 's, D::ReadOnly, F> {
+        // SAFETY: read-only items, and `&self` allows no mutable iteration or item of this
+        // query meanwhile; the system holds the query's access.
+        unsafe { self.state.iter_read_only_unchecked(self.world, self.ticks) }
     }
 
     /// Iterates the matching items with mutable access.
@@ -462,13 +500,12 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.par_for_each_unchecked(self.world, self.ticks, f) }
     }
 
-    /// The item of one entity, shared.
-    pub fn get(&self, entity: Entity) -> Result<D::Item<'w>, QueryError>
-    where
-        D: ReadOnlyQueryData,
-    {
-        // SAFETY: read-only; the system holds the query's access.
-        unsafe { self.state.get_unchecked(self.world, entity, self.ticks) }
+    /// The item of one entity, shared (read-only forms of mutable terms, as for
+    /// [`iter`](Self::iter)).
+    pub fn get(&self, entity: Entity) -> Result<<D::ReadOnly as QueryData>::Item<'_>, QueryError> {
+        // SAFETY: read-only items, and `&self` allows no mutable item of this query
+        // meanwhile; the system holds the query's access.
+        unsafe { self.state.get_read_only_unchecked(self.world, entity, self.ticks) }
     }
 
     /// The item of one entity, mutably.
@@ -505,10 +542,10 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     /// schedule.run(&mut world);
     /// assert_eq!(world.resource::<Lengths>().unwrap().0, [3.0]);
     /// ```
-    pub fn get_many<const N: usize>(&self, entities: [Entity; N]) -> Result<[D::Item<'w>; N], QueryError>
-    where
-        D: ReadOnlyQueryData,
-    {
+    pub fn get_many<const N: usize>(
+        &self,
+        entities: [Entity; N],
+    ) -> Result<[<D::ReadOnly as QueryData>::Item<'_>; N], QueryError> {
         let items = entities.map(|entity| self.get(entity));
         if let Some(error) = items.iter().find_map(|item| item.as_ref().err()) {
             return Err(*error);
@@ -525,13 +562,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.get_many_unchecked(self.world, entities, self.ticks) }
     }
 
-    /// The only matching item, shared.
-    pub fn single(&self) -> Result<D::Item<'w>, QueryError>
-    where
-        D: ReadOnlyQueryData,
-    {
-        // SAFETY: read-only; the system holds the query's access.
-        unsafe { self.state.single_unchecked(self.world, self.ticks) }
+    /// The only matching item, shared (read-only forms of mutable terms).
+    pub fn single(&self) -> Result<<D::ReadOnly as QueryData>::Item<'_>, QueryError> {
+        // SAFETY: read-only items, and `&self` allows no mutable item of this query
+        // meanwhile; the system holds the query's access.
+        unsafe { self.state.single_read_only_unchecked(self.world, self.ticks) }
     }
 
     /// The only matching item, mutably.
@@ -588,9 +623,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     /// schedule.run(&mut world);
     /// assert_eq!(world.resource::<Total>().unwrap().0, 7);
     /// ```
-    pub fn iter_many<I>(&self, entities: I) -> impl Iterator<Item = D::Item<'w>> + use<'_, 'w, 's, D, F, I>
+    pub fn iter_many<I>(
+        &self,
+        entities: I,
+    ) -> impl Iterator<Item = <D::ReadOnly as QueryData>::Item<'_>> + use<'_, 'w, 's, D, F, I>
     where
-        D: ReadOnlyQueryData,
         I: IntoIterator<Item = Entity>,
     {
         entities.into_iter().filter_map(|entity| self.get(entity).ok())
@@ -637,12 +674,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     /// ```
     pub fn iter_combinations<const K: usize>(
         &self,
-    ) -> impl Iterator<Item = [D::Item<'w>; K]> + use<'w, 's, D, F, K>
+    ) -> impl Iterator<Item = [<D::ReadOnly as QueryData>::Item<'_>; K]> + use<'_, 'w, 's, D, F, K>
     where
-        D: ReadOnlyQueryData,
-        D::Item<'w>: Clone,
+        for<'a> <D::ReadOnly as QueryData>::Item<'a>: Clone,
     {
-        let items: Vec<D::Item<'w>> = self.iter().collect();
+        let items: Vec<_> = self.iter().collect();
         Combinations::<K>::new(items.len()).map(move |indices| indices.map(|i| items[i].clone()))
     }
 
@@ -722,9 +758,9 @@ impl<const K: usize> Iterator for Combinations<K> {
     }
 }
 
-impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &Query<'w, 's, D, F> {
-    type Item = D::Item<'w>;
-    type IntoIter = QueryIter<'w, 's, D, F>;
+impl<'a, 's, D: QueryData, F: QueryFilter> IntoIterator for &'a Query<'_, 's, D, F> {
+    type Item = <D::ReadOnly as QueryData>::Item<'a>;
+    type IntoIter = QueryIter<'a, 's, D::ReadOnly, F>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
