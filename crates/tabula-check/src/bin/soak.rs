@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p tabula-check --bin soak -- [--ops N] [--runs N] [--entities N]
-//!     [--seed N] [--full-every N]
+//!     [--cmds N] [--seed N] [--full-every N]      (--help prints this and the defaults)
 //! ```
 //!
 //! Each frame runs one of the harness's three schedules (see `tabula_check::harness`) with
@@ -56,6 +56,15 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            println!(
+                "usage: soak [--ops N] [--runs N] [--entities N] [--cmds N] [--seed N] [--full-every N]\n\
+                 defaults: --ops {} --runs {} --entities {} --cmds {} --seed {} --full-every {}\n\
+                 (numbers may be written 1e8 or 100_000_000; see the top of src/bin/soak.rs)",
+                args.ops, args.runs, args.entities, args.cmds, args.seed, args.full_every
+            );
+            std::process::exit(0);
+        }
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         let number = || -> u64 {
             let cleaned = value.replace('_', "");
