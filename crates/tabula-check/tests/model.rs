@@ -141,3 +141,60 @@ fn seeded_sequences_drive_observers_relations_and_the_hierarchy() {
     assert!(total.parents_set >= 20, "{total:?}");
     assert!(total.despawned_recursively >= 20, "{total:?}");
 }
+
+/// A digest of seeded sequences: after every op, both worlds' observer logs in the order
+/// the observers ran (lifecycle runs included, whose order the checks leave free), and the
+/// first world's archetypes' entities in row order.
+fn digest() -> u64 {
+    use std::hash::{Hash, Hasher};
+    use tabula_check::{Harness, Op, Rng};
+    // SipHash with fixed keys: the same in every process.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for seed in 0..6 {
+        let mut harness = Harness::new();
+        let mut source = Rng(0xd16e_0000 ^ seed);
+        for _ in 0..400 {
+            let op = Op::decode(&mut source).expect("a random stream never ends");
+            harness.apply(&op);
+            harness.observer_log(false).hash(&mut hasher);
+            harness.observer_log(true).hash(&mut hasher);
+            for archetype in harness.world().archetypes() {
+                archetype.entities().hash(&mut hasher);
+            }
+            harness.check();
+        }
+        harness.stats().observer_runs.hash(&mut hasher);
+        harness.finish();
+    }
+    hasher.finish()
+}
+
+/// Observers run at the schedules' sync points (for the commands applied there) as well as
+/// inside direct calls: the order they run in, and every id, must not depend on the thread
+/// count. The test runs itself twice, with rayon's pool at 1 and at 4 threads (rayon reads
+/// `RAYON_NUM_THREADS` once per process), and compares the digests.
+#[test]
+fn observer_runs_and_ids_are_the_same_with_1_and_4_threads() {
+    const NAME: &str = "observer_runs_and_ids_are_the_same_with_1_and_4_threads";
+    if std::env::var_os("TABULA_CHECK_DIGEST").is_some() {
+        println!("digest {:016x}", digest());
+        return;
+    }
+    let run = |threads: &str| -> String {
+        let exe = std::env::current_exe().expect("the test binary");
+        let output = std::process::Command::new(exe)
+            .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+            .env("RAYON_NUM_THREADS", threads)
+            .env("TABULA_CHECK_DIGEST", "1")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "with {threads} threads: {stdout}");
+        // The harness prints its line after the test's name, on the same line.
+        (stdout.split("digest ").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no digest with {threads} threads: {stdout}"))
+            .to_owned()
+    };
+    assert_eq!(run("1"), run("4"));
+}

@@ -226,6 +226,15 @@ impl Harness {
         &self.other.model
     }
 
+    /// The runs the first world's observers (or, with `second`, the second world's) logged
+    /// since the last check, in the order they ran.
+    pub fn observer_log(&self, second: bool) -> &[crate::Seen] {
+        let side = if second { &self.other } else { &self.side };
+        &(side.world.resource::<reactions::ObserverLog>())
+            .expect("inserted in Side::new")
+            .0
+    }
+
     /// What the harness has done so far.
     pub fn stats(&self) -> Stats {
         Stats {
