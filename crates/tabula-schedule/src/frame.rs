@@ -9,7 +9,8 @@
 //! 4. the state transitions ([`StateTransition`]): for each state type, in the order they
 //!    were registered, a pending [`NextState`](crate::NextState) is applied —
 //!    `OnExit(old)`, then `OnEnter(new)` — and a state registered since the last frame
-//!    runs its first `OnEnter`;
+//!    runs its first `OnEnter`; then the `StateTransition` schedule, if systems were added
+//!    to it;
 //! 5. [`FixedUpdate`], 0..n times: once for every whole fixed step the clock's accumulator
 //!    holds, up to a cap (see [`Time`]), with `Time` showing the fixed step;
 //! 6. [`Update`], [`PostUpdate`], [`Last`];
@@ -102,8 +103,9 @@ labels! {
     First,
     /// Input, and what the frame's logic needs ready; state transitions follow it.
     PreUpdate,
-    /// Not a schedule of systems: names the frame's step that applies state transitions,
-    /// after `PreUpdate` (see [`WorldFrame::apply_state_transitions`]).
+    /// Runs right after the frame applied state transitions (see
+    /// [`WorldFrame::apply_state_transitions`]), before the fixed steps: for what must see
+    /// the new state before anything else of the frame does.
     StateTransition,
     /// Runs once per fixed step, 0..n times a frame (see [`Time`]).
     FixedUpdate,
@@ -183,7 +185,21 @@ struct StateDriver {
 
 /// The world's labelled schedules (a resource), and the frame's own bookkeeping: whether
 /// `Startup` ran, and the registered state types. Reach it through [`WorldFrame`]'s methods
-/// or as `world.resource_mut::<Schedules>()`.
+/// or as `world.resource_mut::<Schedules>()`, e.g. to configure one schedule:
+///
+/// ```
+/// use tabula::prelude::*;
+/// use tabula::schedule::Schedules;
+///
+/// fn tick() {}
+///
+/// let mut world = World::new();
+/// world.add_systems(Update, tick);
+/// let mut schedules = world.resource_mut::<Schedules>().unwrap();
+/// schedules.entry(Update).unwrap().set_executor(ExecutorKind::SingleThreaded);
+/// assert_eq!(schedules.get(Update).unwrap().len(), 1);
+/// assert!(!schedules.contains(PostUpdate));
+/// ```
 #[derive(Default)]
 pub struct Schedules {
     entries: HashMap<LabelKey, Entry>,
@@ -358,6 +374,17 @@ pub trait WorldFrame {
     /// [`Schedules`]; it is put back afterwards (also when a system panics), with the
     /// systems added to it meanwhile.
     ///
+    /// ```
+    /// use tabula::prelude::*;
+    /// use tabula::schedule::ScheduleError;
+    ///
+    /// let mut world = World::new();
+    /// assert_eq!(
+    ///     world.try_run_schedule(Last),
+    ///     Err(ScheduleError::NoSchedule("Last".to_string()))
+    /// );
+    /// ```
+    ///
     /// # Errors
     /// When there is no such schedule, or it is running already.
     fn try_run_schedule(&mut self, label: impl ScheduleLabel) -> Result<(), ScheduleError>;
@@ -365,6 +392,22 @@ pub trait WorldFrame {
     /// Runs one frame: the schedules in the order of the [module docs](self), with the
     /// clock advanced by `delta` (the time the frame stands for: measured by the game's loop
     /// with [`FrameTimer`](crate::FrameTimer), or a constant in tests and replays).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tabula::prelude::*;
+    /// use tabula::schedule::Time;
+    ///
+    /// let mut world = World::new();
+    /// for _ in 0..60 {
+    ///     world.run_frame(Duration::from_millis(16));
+    /// }
+    /// let time = world.resource::<Time>().unwrap();
+    /// assert_eq!(time.frame_count(), 60);
+    /// assert_eq!(time.elapsed(), Duration::from_millis(960));
+    /// assert_eq!(time.fixed_steps(), 61); // 61 steps of 15.625 ms, 6.875 ms left over
+    /// assert_eq!(time.overstep(), Duration::from_micros(6_875));
+    /// ```
     ///
     /// # Panics
     /// When called from a system of the frame itself, and as [`Schedule::run`] does.
@@ -378,6 +421,19 @@ pub trait WorldFrame {
     /// [`NextState<S>`] resources, and has the frame apply `S`'s transitions after
     /// `PreUpdate`. The first transition step (on the next frame) runs `OnEnter(initial)`.
     /// Registering a type again changes nothing (request a change with `NextState`).
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    /// enum Level { One, Two }
+    /// impl States for Level {}
+    ///
+    /// let mut world = World::new();
+    /// world.insert_state(Level::Two);
+    /// assert_eq!(**world.resource::<State<Level>>().unwrap(), Level::Two);
+    /// assert_eq!(world.resource::<NextState<Level>>().unwrap().pending(), None);
+    /// ```
     ///
     /// [`State<S>`]: crate::State
     /// [`NextState<S>`]: crate::NextState
@@ -454,6 +510,7 @@ impl WorldFrame for World {
         run_if_present(self, LabelKey::of(First));
         run_if_present(self, LabelKey::of(PreUpdate));
         self.apply_state_transitions();
+        run_if_present(self, LabelKey::of(StateTransition));
         for _ in 0..steps {
             time(self).begin_fixed_step();
             let ran = catch_unwind(AssertUnwindSafe(|| {

@@ -141,6 +141,29 @@ pub fn in_state<S: States>(
 
 /// A run condition: true when the state of type `S` changed since this condition last ran
 /// (and on its first run, when the state is new to it); false when `S` is not registered.
+///
+/// ```
+/// use std::time::Duration;
+/// use tabula::prelude::*;
+/// use tabula::schedule::state_changed;
+///
+/// #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// enum Game { #[default] Menu, Playing }
+/// impl States for Game {}
+///
+/// #[derive(Default)]
+/// struct Changes(u32);
+/// fn count(mut c: ResMut<Changes>) { c.0 += 1; }
+///
+/// let mut world = World::new();
+/// world.init_resource::<Changes>();
+/// world.init_state::<Game>().add_systems(Update, count.run_if(state_changed::<Game>));
+/// world.run_frame(Duration::ZERO); // first sight: 1
+/// world.run_frame(Duration::ZERO); // unchanged
+/// world.resource_mut::<NextState<Game>>().unwrap().set(Game::Playing);
+/// world.run_frame(Duration::ZERO); // changed: 2
+/// assert_eq!(world.resource::<Changes>().unwrap().0, 2);
+/// ```
 pub fn state_changed<S: States>(state: Option<Res<State<S>>>) -> bool {
     state.is_some_and(|state| state.is_changed())
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tabula_core::{Commands, World};
 use tabula_schedule::prelude::*;
-use tabula_schedule::{ScheduleError, Schedules, Time};
+use tabula_schedule::{ScheduleError, Schedules, StateTransition, Time};
 
 #[derive(Default)]
 struct Log(Vec<String>);
@@ -44,6 +44,7 @@ fn a_frame_runs_startup_once_then_every_phase_in_order() {
         .add_systems(PostUpdate, push("post"))
         .add_systems(PreUpdate, push("pre"))
         .add_systems(First, push("first"))
+        .add_systems(StateTransition, push("transition"))
         .add_systems(Startup, push("startup"));
     world.run_frame(ms(10));
     world.run_frame(ms(25));
@@ -51,9 +52,28 @@ fn a_frame_runs_startup_once_then_every_phase_in_order() {
     assert_eq!(
         log(&world),
         [
-            "startup", "first", "pre", "fixed", "update", "post", "last", // 10 ms: one step
-            "first", "pre", "fixed", "fixed", "update", "post", "last", // 25 ms: two, 5 left
-            "first", "pre", "update", "post", "last", // nothing due
+            "startup",
+            "first",
+            "pre",
+            "transition",
+            "fixed",
+            "update",
+            "post",
+            "last", // one step
+            "first",
+            "pre",
+            "transition",
+            "fixed",
+            "fixed",
+            "update",
+            "post",
+            "last", // two, 5 ms left
+            "first",
+            "pre",
+            "transition",
+            "update",
+            "post",
+            "last", // nothing due
         ]
     );
 }
