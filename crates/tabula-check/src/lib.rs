@@ -14,11 +14,11 @@
 //!   `par_for_each`), schedule runs whose systems record commands, panic or send and read
 //!   events (on either of two worlds, under run conditions the op opens or closes),
 //!   direct event calls, and observers, relations and the hierarchy: observers of
-//!   `OnAdd` / `OnInsert` / `OnRemove` of a model kind or of the user event [`Poke`]
-//!   (global or watching one entity) that log their runs, their despawn, `trigger` /
-//!   `trigger_targets` propagating up `Parent`, `set_parent` / `remove_parent` /
-//!   `despawn_recursive`, and `relate` / `unrelate` / `unrelate_all` of [`Rel`] (see
-//!   [`links`]). Ops decode from bytes, so a libFuzzer input and a seeded random
+//!   `OnAdd` / `OnInsert` / `OnReplace` / `OnRemove` / `OnDespawn` of a model kind or of
+//!   the user event [`Poke`] (global or watching one entity) that log their runs, their
+//!   despawn, `trigger` / `trigger_targets` propagating up `Parent`, `set_parent` /
+//!   `remove_parent` / `despawn_recursive`, and `relate` / `unrelate` / `unrelate_all` of
+//!   [`Rel`] (see [`links`]). Ops decode from bytes, so a libFuzzer input and a seeded random
 //!   stream ([`Rng`]) drive the same code; [`Op::encode`] writes them back, and
 //!   [`direct_op`] draws a weighted mix of the direct ones for drivers that pick their own.
 //! * [`Harness`] applies an op to a world and to its model, checking each result and that

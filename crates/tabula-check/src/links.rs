@@ -53,6 +53,10 @@ pub enum Watch {
     Remove(usize),
     /// The user event [`Poke`].
     Poke,
+    /// `OnReplace<T>`.
+    Replace(usize),
+    /// `OnDespawn<T>`.
+    Despawn(usize),
 }
 
 impl Watch {
@@ -63,6 +67,8 @@ impl Watch {
             Watch::Insert(_) => 1,
             Watch::Remove(_) => 2,
             Watch::Poke => 3,
+            Watch::Replace(_) => 4,
+            Watch::Despawn(_) => 5,
         }
     }
 }

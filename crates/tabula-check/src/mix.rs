@@ -166,7 +166,7 @@ pub fn reaction_op(rng: &mut Rng) -> Op {
             value: rng.next_u64() as u8,
         },
         84..=95 => Op::Observe {
-            event: rng.below(4) as u8,
+            event: rng.below(6) as u8,
             kind: kind(rng),
             target: rng.chance(40).then(|| target(rng)),
         },

@@ -186,8 +186,8 @@ impl Model {
     }
 
     /// A spawn or insert writes `value` as live `entity`'s component kind `kind`: the
-    /// `OnAdd` observers of the kind run when the entity lacked it, the `OnInsert` ones
-    /// always. Returns false (changing nothing) when `entity` is not live.
+    /// `OnAdd` observers of the kind run when the entity lacked it, the `OnReplace` ones
+    /// when it had one, the `OnInsert` ones always. Returns false (changing nothing) when `entity` is not live.
     pub fn write(&mut self, entity: Entity, kind: usize, value: Value) -> bool {
         let Some(row) = self.rows.get_mut(&entity) else {
             return false;
@@ -196,6 +196,8 @@ impl Model {
         row[kind] = Some(value);
         if added {
             self.links.fire(Watch::Add(kind), kind as u8, entity);
+        } else {
+            self.links.fire(Watch::Replace(kind), kind as u8, entity);
         }
         self.links.fire(Watch::Insert(kind), kind as u8, entity);
         true
@@ -211,14 +213,15 @@ impl Model {
     }
 
     /// Records a despawn (logged as a removal of every tracked kind the entity held, its
-    /// `OnRemove` observers run, and it leaves its observer list, pairs and hierarchy links);
+    /// `OnDespawn`, `OnReplace` and `OnRemove` observers run, and it leaves its observer list, pairs and hierarchy links);
     /// returns the row.
     pub fn kill(&mut self, entity: Entity) -> Row {
         self.fire_removals(entity);
         self.bury(entity)
     }
 
-    /// `World::clear`: every live entity's `OnRemove` observers run first (every observer
+    /// `World::clear`: every live entity's `OnDespawn`, `OnReplace` and `OnRemove`
+    /// observers run first (every observer
     /// is still there for all of them), then every entity goes.
     pub fn clear(&mut self) {
         let ids = self.ids.clone();
@@ -230,10 +233,13 @@ impl Model {
         }
     }
 
-    /// The `OnRemove` observers of each kind live `entity` holds run.
+    /// The `OnDespawn`, `OnReplace` and `OnRemove` observers of each kind live `entity`
+    /// holds run.
     fn fire_removals(&mut self, entity: Entity) {
         let row = self.rows.get(&entity).expect("a despawned entity was live");
         for kind in (0..KINDS).filter(|&k| row[k].is_some()) {
+            self.links.fire(Watch::Despawn(kind), kind as u8, entity);
+            self.links.fire(Watch::Replace(kind), kind as u8, entity);
             self.links.fire(Watch::Remove(kind), kind as u8, entity);
         }
     }
@@ -282,6 +288,7 @@ impl Model {
         if let Some(log) = &mut self.removals[kind] {
             log.send(entity);
         }
+        self.links.fire(Watch::Replace(kind), kind as u8, entity);
         self.links.fire(Watch::Remove(kind), kind as u8, entity);
         Some(value)
     }

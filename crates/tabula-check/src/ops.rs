@@ -167,11 +167,12 @@ pub enum Op {
     /// `World::update_events` between runs.
     UpdateEvents,
     /// `World::add_observer` of an observer that logs its runs (see [`crate::links`]): of
-    /// `OnAdd`, `OnInsert` or `OnRemove` of one model kind (`Bomb` excepted), or of the user
-    /// event [`Poke`](crate::Poke); watching every entity, or the one `target` aims at. With
+    /// `OnAdd`, `OnInsert`, `OnReplace`, `OnRemove` or `OnDespawn` of one model kind (`Bomb`
+    /// excepted), or of the user event [`Poke`](crate::Poke); watching every entity, or the one `target` aims at. With
     /// [`MAX_OBSERVERS`] live already, the oldest is despawned instead.
     Observe {
-        /// Which event, modulo 4: `OnAdd`, `OnInsert`, `OnRemove`, `Poke`.
+        /// Which event, modulo 6: `OnAdd`, `OnInsert`, `OnRemove`, `Poke`, `OnReplace`,
+        /// `OnDespawn`.
         event: u8,
         /// The component kind, modulo `KINDS - 1` (no `Bomb`).
         kind: u8,

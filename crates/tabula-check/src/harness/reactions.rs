@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tabula::prelude::*;
 use tabula::schedule::Observer;
-use tabula::{HierarchyError, OnAdd, OnInsert, OnRemove, Relations};
+use tabula::{HierarchyError, OnAdd, OnDespawn, OnInsert, OnRemove, OnReplace, Relations};
 
 use super::Harness;
 use super::side::Side;
@@ -19,24 +19,24 @@ use crate::ops::{MAX_OBSERVERS, Target};
 #[derive(Default)]
 pub(super) struct ObserverLog(pub(super) Vec<Seen>);
 
-/// The observer with serial `serial` of `Watch::Add`/`Insert`/`Remove` (`event` 0, 1, 2)
-/// of `T`, or of [`Poke`] (3).
+/// An observer of lifecycle event `E` of model kind `kind` logging its runs as observer
+/// `serial`, event `code`.
+fn logger<E: tabula::Event>(serial: u32, code: u8, kind: u8) -> Observer {
+    Observer::new(move |trigger: Trigger<E>, mut log: ResMut<ObserverLog>| {
+        log.0.push(seen(serial, code, kind, trigger.try_target()));
+    })
+}
+
+/// The observer with serial `serial` of `T`'s `Watch::Add`, `Insert`, `Remove` (`event` 0,
+/// 1, 2), `Replace` (4) or `Despawn` (5), or of [`Poke`] (3).
 fn observer<T: ModelComponent>(event: u8, serial: u32) -> Observer {
     let kind = T::KIND as u8;
     match event {
-        0 => Observer::new(move |trigger: Trigger<OnAdd<T>>, mut log: ResMut<ObserverLog>| {
-            log.0.push(seen(serial, 0, kind, trigger.try_target()));
-        }),
-        1 => Observer::new(
-            move |trigger: Trigger<OnInsert<T>>, mut log: ResMut<ObserverLog>| {
-                log.0.push(seen(serial, 1, kind, trigger.try_target()));
-            },
-        ),
-        2 => Observer::new(
-            move |trigger: Trigger<OnRemove<T>>, mut log: ResMut<ObserverLog>| {
-                log.0.push(seen(serial, 2, kind, trigger.try_target()));
-            },
-        ),
+        0 => logger::<OnAdd<T>>(serial, event, kind),
+        1 => logger::<OnInsert<T>>(serial, event, kind),
+        2 => logger::<OnRemove<T>>(serial, event, kind),
+        4 => logger::<OnReplace<T>>(serial, event, kind),
+        5 => logger::<OnDespawn<T>>(serial, event, kind),
         _ => Observer::new(move |trigger: Trigger<Poke>, mut log: ResMut<ObserverLog>| {
             let value = trigger.event().0;
             log.0.push(seen(serial, 3, value, trigger.try_target()));
@@ -62,7 +62,7 @@ impl Harness {
         if self.side.model.observers().len() >= MAX_OBSERVERS {
             return self.despawn_observer(0);
         }
-        let event = event % 4;
+        let event = event % 6;
         let kind = usize::from(kind) % (KINDS - 1);
         let watched = target.map(|t| self.pick(t));
         let serial = self.side.model.next_serial();
@@ -77,7 +77,9 @@ impl Harness {
             0 => Watch::Add(kind),
             1 => Watch::Insert(kind),
             2 => Watch::Remove(kind),
-            _ => Watch::Poke,
+            3 => Watch::Poke,
+            4 => Watch::Replace(kind),
+            _ => Watch::Despawn(kind),
         };
         self.side.model.add_observer(entity, watch, watched);
     }
