@@ -106,6 +106,7 @@ pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
 pub use type_name::short_type_name;
 pub use world::{
-    ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld,
-    RequiredComponentError, SpawnBatch, UnsafeWorldCell, View, ViewMut, World, WorldId,
+    ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld, MultiView,
+    MultiViewMut, ReadOnlyViewData, RequiredComponentError, SpawnBatch, UnsafeWorldCell, View, ViewColumn,
+    ViewData, ViewMut, ViewTerm, World, WorldId,
 };

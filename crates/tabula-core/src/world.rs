@@ -42,7 +42,7 @@ pub use hooks::{HookContext, HookKind, HookWorld};
 pub use registration::{ComponentRegistration, RequiredComponentError};
 pub use spawn_batch::SpawnBatch;
 pub use unsafe_cell::UnsafeWorldCell;
-pub use view::{View, ViewMut};
+pub use view::{MultiView, MultiViewMut, ReadOnlyViewData, View, ViewColumn, ViewData, ViewMut, ViewTerm};
 
 /// The change tick through exclusive access: no atomic operation needed.
 #[inline]

@@ -298,3 +298,540 @@ impl<T: Component> ViewMut<'_, T> {
         self.find(entity).is_ok()
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Views over several components
+
+/// Shared access to several components of every entity at once, resolved once per
+/// archetype: [`View`] for a tuple of `&T` terms, whose [`get`](Self::get) hands out one
+/// entity's components together (hecs' `view`).
+///
+/// Made by [`World::multi_view`]. A term the entity lacks is an
+/// [`EntityError::MissingComponent`] naming it.
+///
+/// ```
+/// use tabula::{EntityError, World};
+///
+/// struct Local(f32);
+/// struct Parent(tabula::Entity);
+///
+/// let mut world = World::new();
+/// let root = world.spawn((Local(1.0),));
+/// let child = world.spawn((Local(2.0), Parent(root)));
+///
+/// let view = world.multi_view::<(&Local, &Parent)>();
+/// let (local, parent) = view.get(child)?;
+/// assert_eq!((local.0, parent.0), (2.0, root));
+/// assert!(matches!(view.get(root), Err(EntityError::MissingComponent { .. })));
+/// # Ok::<(), EntityError>(())
+/// ```
+pub struct MultiView<'w, D: ViewData> {
+    locations: Locations<'w>,
+    tag: u8,
+    /// `columns[a]` holds archetype `a`'s column of each term, where it has one.
+    columns: Box<[D::Columns]>,
+    _world: PhantomData<&'w World>,
+}
+
+/// Mutable access to several components of every entity at once: [`MultiView`] with `&mut T`
+/// terms, which hand out [`Mut<T>`] (writing through it marks the component changed, as
+/// [`World::get_mut`] does). One item at a time: [`get_mut`](Self::get_mut) borrows the view.
+///
+/// Made by [`World::multi_view_mut`], which borrows the world exclusively.
+///
+/// ```
+/// use tabula::{EntityError, World};
+///
+/// struct Local(f32);
+/// struct Global(f32);
+/// struct Parent(tabula::Entity);
+///
+/// let mut world = World::new();
+/// let root = world.spawn((Local(1.0), Global(1.0)));
+/// let child = world.spawn((Local(2.0), Global(0.0), Parent(root)));
+///
+/// let parent = world.get::<Parent>(child)?.0;
+/// let mut view = world.multi_view_mut::<(&Local, &mut Global)>();
+/// let base = view.get(parent)?.1.0;
+/// let (local, mut global) = view.get_mut(child)?;
+/// global.0 = base + local.0;
+/// assert_eq!(view.get(child)?.1.0, 3.0);
+/// # Ok::<(), EntityError>(())
+/// ```
+///
+/// Two items of the view never live at once:
+///
+/// ```compile_fail
+/// let mut world = tabula::World::new();
+/// let a = world.spawn((1u32, 'x'));
+/// let mut view = world.multi_view_mut::<(&mut u32, &char)>();
+/// let first = view.get_mut(a).unwrap();
+/// let second = view.get_mut(a).unwrap(); // error: `view` is already borrowed by `first`
+/// drop((first, second));
+/// ```
+pub struct MultiViewMut<'w, D: ViewData> {
+    locations: Locations<'w>,
+    tag: u8,
+    columns: Box<[D::Columns]>,
+    ticks: RunTicks,
+    _world: PhantomData<&'w mut World>,
+}
+
+/// One archetype's column of `T` for a multi-component view, as raw pointers, with its
+/// changed floor at view time (for `&mut T` terms).
+// Hidden: names the associated types of the view terms' impls.
+#[doc(hidden)]
+pub struct ViewColumn<T> {
+    values: *mut T,
+    ticks: *mut ComponentTicks,
+    floor: Tick,
+}
+
+/// A term of a multi-component view: `&T` reads `T`, `&mut T` writes it.
+///
+/// # Safety
+/// `item` hands out only what `WRITES` says (a shared reference unless it writes).
+pub unsafe trait ViewTerm {
+    /// The component the term reaches.
+    type Component: Component;
+    /// True for `&mut T`.
+    const WRITES: bool;
+    /// What the view's `get_mut` hands out: `&T` or `Mut<T>`.
+    type Item<'a>;
+
+    /// The term's item at `row` of `column`.
+    ///
+    /// # Safety
+    /// `row` is a live row of the column, read under the view's borrow of the world; for a
+    /// writing term, the view is borrowed mutably and no other item of this column lives.
+    unsafe fn item<'a>(column: &ViewColumn<Self::Component>, row: usize, ticks: RunTicks) -> Self::Item<'a>;
+}
+
+// SAFETY: hands out shared references.
+unsafe impl<T: Component> ViewTerm for &T {
+    type Component = T;
+    const WRITES: bool = false;
+    type Item<'a> = &'a T;
+
+    #[inline]
+    unsafe fn item<'a>(column: &ViewColumn<T>, row: usize, _: RunTicks) -> &'a T {
+        // SAFETY: a live row (the caller's contract), and nothing writes it meanwhile.
+        unsafe { &*column.values.add(row) }
+    }
+}
+
+// SAFETY: writes, and says so.
+unsafe impl<T: Component> ViewTerm for &mut T {
+    type Component = T;
+    const WRITES: bool = true;
+    type Item<'a> = Mut<'a, T>;
+
+    #[inline]
+    unsafe fn item<'a>(column: &ViewColumn<T>, row: usize, ticks: RunTicks) -> Mut<'a, T> {
+        // SAFETY: a live row that no other item reaches (the caller's contract); the value and
+        // the `changed` tick are disjoint memory (value buffer, one field of the row's tick
+        // pair, pointed at without a reference to the pair).
+        unsafe {
+            Mut::new(
+                &mut *column.values.add(row),
+                ComponentTicks::added_at(column.ticks, row),
+                &mut *ComponentTicks::changed_at(column.ticks, row),
+                column.floor,
+                ticks,
+            )
+        }
+    }
+}
+
+/// The terms of a multi-component view: a tuple of `&T` and `&mut T` (one to eight), e.g.
+/// `(&Local, &mut Global)`.
+///
+/// # Safety
+/// `columns` returns, per term, the archetype's column of exactly that term's component;
+/// `get` and `get_read` hand out only the terms' items (`get_read`: shared references only).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a set of view terms",
+    label = "use a tuple of `&T` and `&mut T`, e.g. `(&Local, &mut Global)`"
+)]
+pub unsafe trait ViewData {
+    /// Per archetype: each term's column, where the archetype has it.
+    type Columns;
+    /// One entity's items: `&T` for `&T` terms, `Mut<T>` for `&mut T` terms.
+    type Item<'a>;
+    /// One entity's items read through shared access: `&T` for every term.
+    type ReadItem<'a>;
+
+    /// Each term's component, name, whether it writes, and whether the component is
+    /// registered immutable in `world`.
+    fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)>;
+
+    /// The archetype's columns; `ticks` (for a view that writes) gives the columns' floors.
+    fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns;
+
+    /// The items at `row`.
+    ///
+    /// # Safety
+    /// As for [`ViewTerm::item`], for every term; `row` is `entity`'s row in the archetype
+    /// the columns are of.
+    unsafe fn get<'a>(
+        columns: &Self::Columns,
+        entity: Entity,
+        row: usize,
+        ticks: RunTicks,
+    ) -> Result<Self::Item<'a>, EntityError>;
+
+    /// The items at `row`, all shared.
+    ///
+    /// # Safety
+    /// As for [`get`](Self::get), except that any number of shared reads may live.
+    unsafe fn get_read<'a>(
+        columns: &Self::Columns,
+        entity: Entity,
+        row: usize,
+    ) -> Result<Self::ReadItem<'a>, EntityError>;
+}
+
+/// A [`ViewData`] of `&T` terms only, which [`World::multi_view`] takes through `&World`.
+///
+/// # Safety
+/// No term writes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has a `&mut` term, so the view needs `&mut World`",
+    label = "writes a component",
+    note = "use `World::multi_view_mut`"
+)]
+pub unsafe trait ReadOnlyViewData: ViewData {}
+
+/// The column of `T` in `archetype`, as raw pointers.
+fn view_column<T: Component>(
+    archetype: &crate::archetype::Archetype,
+    ticks: Option<RunTicks>,
+) -> Option<ViewColumn<T>> {
+    let column = archetype
+        .table
+        .column(archetype.column_of_type(TypeId::of::<T>())?);
+    Some(ViewColumn {
+        values: column.data_ptr().cast::<T>(),
+        ticks: column.ticks_base(),
+        floor: match ticks {
+            // SAFETY: a view that writes is made from `&mut World`: nothing else reads or
+            // writes the column meanwhile.
+            Some(ticks) => unsafe { column.changed_floor(ticks.this_run) },
+            None => Tick::default(),
+        },
+    })
+}
+
+macro_rules! view_data {
+    ($($term:ident $index:tt),*) => {
+        // SAFETY: each term's column is found by its component's `TypeId`; items are the
+        // terms' (shared references in `get_read`).
+        unsafe impl<$($term: ViewTerm),*> ViewData for ($($term,)*) {
+            type Columns = ($(Option<ViewColumn<$term::Component>>,)*);
+            type Item<'a> = ($($term::Item<'a>,)*);
+            type ReadItem<'a> = ($(&'a $term::Component,)*);
+
+            fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)> {
+                vec![$((
+                    TypeId::of::<$term::Component>(),
+                    type_name::<$term::Component>(),
+                    $term::WRITES,
+                    world.components.id::<$term::Component>().is_some_and(|id| world.components.info(id).is_immutable()),
+                )),*]
+            }
+
+            fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns {
+                ($(view_column::<$term::Component>(archetype, ticks),)*)
+            }
+
+            #[inline]
+            unsafe fn get<'a>(
+                columns: &Self::Columns,
+                entity: Entity,
+                row: usize,
+                ticks: RunTicks,
+            ) -> Result<Self::Item<'a>, EntityError> {
+                // SAFETY: the caller's contract, term by term (distinct components, checked
+                // when the view was made, so no two items alias).
+                Ok(($(unsafe {
+                    $term::item(columns.$index.as_ref().ok_or_else(|| missing::<$term::Component>(entity))?, row, ticks)
+                },)*))
+            }
+
+            #[inline]
+            unsafe fn get_read<'a>(
+                columns: &Self::Columns,
+                entity: Entity,
+                row: usize,
+            ) -> Result<Self::ReadItem<'a>, EntityError> {
+                // SAFETY: a live row (the caller's contract), read through shared references.
+                Ok(($(unsafe {
+                    &*columns.$index.as_ref().ok_or_else(|| missing::<$term::Component>(entity))?.values.add(row)
+                },)*))
+            }
+        }
+
+        // SAFETY: every term is a `&T`.
+        unsafe impl<$($term: Component),*> ReadOnlyViewData for ($(&$term,)*) {}
+    };
+}
+
+view_data!(A 0);
+view_data!(A 0, B 1);
+view_data!(A 0, B 1, C 2);
+view_data!(A 0, B 1, C 2, D 3);
+view_data!(A 0, B 1, C 2, D 3, E 4);
+view_data!(A 0, B 1, C 2, D 3, E 4, F 5);
+view_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+view_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// Refuses terms that alias (a component named twice, once written) and writes of immutable
+/// components.
+#[track_caller]
+fn check_terms<D: ViewData>(world: &World, what: &str) {
+    let terms = D::terms(world);
+    for (i, (id, name, writes, immutable)) in terms.iter().enumerate() {
+        if terms[..i]
+            .iter()
+            .any(|(other, _, other_writes, _)| other == id && (*writes || *other_writes))
+        {
+            panic!(
+                "{what}::<{}> names `{}` twice, once for writing: the two would alias. Name each \
+                 component once (`&mut T` also reads)",
+                crate::short_type_name(type_name::<D>()),
+                crate::short_type_name(name),
+            );
+        }
+        if *writes && *immutable {
+            super::hooks::write_refused(&crate::short_type_name(name), what);
+        }
+    }
+}
+
+impl World {
+    /// A [`MultiView`] of several components of every entity (a tuple of `&T` terms), for
+    /// many lookups while the world is borrowed.
+    ///
+    /// # Panics
+    /// Never for `&T` terms alone (a component named twice is read twice).
+    pub fn multi_view<D: ReadOnlyViewData>(&self) -> MultiView<'_, D> {
+        let columns = (self.archetypes.archetypes.all().iter())
+            .map(|archetype| D::columns(archetype, None))
+            .collect();
+        MultiView {
+            locations: self.entities.locations(),
+            tag: self.entities.tag(),
+            columns,
+            _world: PhantomData,
+        }
+    }
+
+    /// A [`MultiViewMut`] of several components of every entity (a tuple of `&T` and `&mut T`
+    /// terms), for many lookups and writes while the world is borrowed.
+    ///
+    /// # Panics
+    /// When a component is named twice and written (`(&mut A, &A)`), or a `&mut T` term names
+    /// an [immutable](crate::ComponentRegistration::immutable) component.
+    #[track_caller]
+    pub fn multi_view_mut<D: ViewData>(&mut self) -> MultiViewMut<'_, D> {
+        check_terms::<D>(self, "World::multi_view_mut");
+        let ticks = RunTicks {
+            last_run: self.last_change_tick,
+            this_run: tick_now(&mut self.change_tick),
+        };
+        let columns = (self.archetypes.archetypes.all().iter())
+            .map(|archetype| D::columns(archetype, Some(ticks)))
+            .collect();
+        MultiViewMut {
+            locations: self.entities.locations(),
+            tag: self.entities.tag(),
+            columns,
+            ticks,
+            _world: PhantomData,
+        }
+    }
+}
+
+impl<'w, D: ViewData> MultiView<'w, D> {
+    /// `entity`'s components.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive, and
+    /// [`EntityError::MissingComponent`] naming the first term it lacks.
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Result<D::ReadItem<'w>, EntityError> {
+        let location = self
+            .locations
+            .get(entity)
+            .ok_or(EntityError::not_found(entity, self.tag))?;
+        // SAFETY: a live entity's location names an archetype of the world, and the view has
+        // one entry per archetype (none can be added while the world is borrowed); its row is
+        // live, and `&'w World` rules out writers.
+        unsafe {
+            let columns = self.columns.get_unchecked(location.archetype.index());
+            D::get_read(columns, entity, location.row as usize)
+        }
+    }
+
+    /// True when `entity` is alive and has every term's component.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.get(entity).is_ok()
+    }
+}
+
+impl<D: ViewData> MultiViewMut<'_, D> {
+    /// The columns of `entity`'s archetype and its row.
+    #[inline]
+    fn find(&self, entity: Entity) -> Result<(&D::Columns, usize), EntityError> {
+        let location = self
+            .locations
+            .get(entity)
+            .ok_or(EntityError::not_found(entity, self.tag))?;
+        // SAFETY: a live entity's location names an archetype of the world, and the view has
+        // one entry per archetype: none can be added while the world is borrowed.
+        let columns = unsafe { self.columns.get_unchecked(location.archetype.index()) };
+        Ok((columns, location.row as usize))
+    }
+
+    /// `entity`'s components, read through the view (`&T` for every term).
+    ///
+    /// # Errors
+    /// As for [`MultiView::get`].
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Result<D::ReadItem<'_>, EntityError> {
+        let (columns, row) = self.find(entity)?;
+        // SAFETY: the row is live (locations are exact, and the world cannot change while
+        // borrowed), and `&self` rules out any `Mut` from this view meanwhile.
+        unsafe { D::get_read(columns, entity, row) }
+    }
+
+    /// `entity`'s components for writing: `Mut<T>` for `&mut T` terms, whose writes mark the
+    /// component changed.
+    ///
+    /// # Errors
+    /// As for [`MultiView::get`].
+    #[inline]
+    pub fn get_mut(&mut self, entity: Entity) -> Result<D::Item<'_>, EntityError> {
+        let ticks = self.ticks;
+        let (columns, row) = self.find(entity)?;
+        // SAFETY: as in `get`; `&mut self` makes this the only item of the view, the world is
+        // borrowed exclusively by the view, and the terms name distinct components (checked
+        // when the view was made).
+        unsafe { D::get(columns, entity, row, ticks) }
+    }
+
+    /// True when `entity` is alive and has every term's component.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.get(entity).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod multi_view_tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use crate::{Changed, Entity, EntityError, World};
+
+    #[derive(Debug, PartialEq)]
+    struct Local(f32);
+    #[derive(Debug, PartialEq)]
+    struct Global(f32);
+    #[derive(Debug, PartialEq)]
+    struct Tag;
+
+    fn world() -> (World, [Entity; 4]) {
+        let mut world = World::new();
+        let a = world.spawn((Local(1.0), Global(10.0)));
+        let b = world.spawn((Local(2.0), Global(20.0), Tag));
+        let c = world.spawn((Local(3.0),));
+        let d = world.spawn((Global(40.0), Tag));
+        (world, [a, b, c, d])
+    }
+
+    fn panic_message(f: impl FnOnce()) -> String {
+        let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("should panic");
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_shared_view_reads_several_components_across_archetypes() {
+        let (mut world, [a, b, c, d]) = world();
+        let gone = world.spawn((Local(0.0), Global(0.0)));
+        world.despawn(gone).unwrap();
+        let view = world.multi_view::<(&Local, &Global)>();
+        assert_eq!(view.get(a), Ok((&Local(1.0), &Global(10.0))));
+        assert_eq!(view.get(b), Ok((&Local(2.0), &Global(20.0))));
+        let missing = |e, component: &str| match view.get(e) {
+            Err(EntityError::MissingComponent {
+                entity,
+                component: name,
+            }) => entity == e && name.ends_with(component),
+            _ => false,
+        };
+        assert!(missing(c, "Global"), "c lacks the second term");
+        assert!(missing(d, "Local"), "d lacks the first term");
+        assert!(matches!(view.get(gone), Err(EntityError::NoSuchEntity(_))));
+        assert!(view.contains(a) && !view.contains(c));
+        // Two views, and a component read twice, at once.
+        let twice = world.multi_view::<(&Global, &Global, &Tag)>();
+        assert_eq!(twice.get(b), Ok((&Global(20.0), &Global(20.0), &Tag)));
+        assert_eq!(view.get(a).unwrap().1, &Global(10.0));
+    }
+
+    #[test]
+    fn a_mutable_view_writes_and_marks_only_what_it_writes() {
+        let (mut world, [a, b, c, _]) = world();
+        let mut changed_global = world.query_filtered::<Entity, Changed<Global>>();
+        let mut changed_local = world.query_filtered::<Entity, Changed<Local>>();
+        changed_global.iter(&world).for_each(drop);
+        changed_local.iter(&world).for_each(drop);
+        {
+            let mut view = world.multi_view_mut::<(&Local, &mut Global)>();
+            // Propagate a's global into b's, as a transform pass would.
+            let base = view.get(a).unwrap().1.0;
+            let (local, mut global) = view.get_mut(b).unwrap();
+            global.0 = base + local.0;
+            assert_eq!(view.get(b).unwrap().1, &Global(12.0));
+            assert!(view.get_mut(c).is_err());
+            // Reading through `get_mut` without writing marks nothing.
+            let (_, global) = view.get_mut(a).unwrap();
+            assert_eq!(global.0, 10.0);
+        }
+        assert_eq!(world.get::<Global>(b), Ok(&Global(12.0)));
+        let changed: Vec<Entity> = changed_global.iter(&world).collect();
+        assert_eq!(changed, [b]);
+        assert_eq!(changed_local.iter(&world).count(), 0);
+    }
+
+    #[test]
+    fn aliasing_terms_and_immutable_components_are_refused() {
+        let (mut world, _) = world();
+        let message = panic_message(|| {
+            world.multi_view_mut::<(&mut Global, &Global)>();
+        });
+        assert!(message.contains("`Global` twice"), "{message}");
+        let message = panic_message(|| {
+            world.multi_view_mut::<(&Local, &mut Global, &mut Global)>();
+        });
+        assert!(message.contains("`Global` twice"), "{message}");
+
+        struct Frozen(u32);
+        world.register_component::<Frozen>().immutable();
+        let e = world.spawn((Frozen(1), Local(0.0)));
+        let message = panic_message(|| {
+            world.multi_view_mut::<(&Local, &mut Frozen)>();
+        });
+        assert!(message.contains("immutable"), "{message}");
+        // Reading it is fine.
+        let mut view = world.multi_view_mut::<(&mut Local, &Frozen)>();
+        let (mut local, frozen) = view.get_mut(e).unwrap();
+        local.0 = frozen.0 as f32;
+        assert_eq!(world.get::<Local>(e), Ok(&Local(1.0)));
+    }
+}
