@@ -27,8 +27,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use tabula::prelude::FrameTimer;
 use tabula::schedule::ExecutorKind;
-use tabula_examples::asteroids::components::Settings;
+use tabula_examples::asteroids::components::{Screen, Settings};
 use tabula_examples::asteroids::view::{Canvas, GifRecorder};
 use tabula_examples::asteroids::{CLASSIC_ASTEROIDS, DT, Game};
 use tabula_examples::cli::{self, Args};
@@ -71,19 +72,17 @@ fn main() {
 fn play(options: &Options, threads: usize) {
     let mut game = Game::with_settings(options.seed, ExecutorKind::Parallel, options.settings);
     if let Some(path) = &options.dot {
-        let dot = game
-            .schedule
-            .graph_dot(&mut game.world)
-            .expect("the schedule builds");
+        let dot = game.fixed_update_graph_dot();
         std::fs::write(path, dot).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
         println!("schedule graph written to {path}");
     }
-    game.schedule.set_tracing(true);
+    game.fixed_update().set_tracing(true);
     println!(
         "asteroids: seed {}, {} frames, {} threads, {} asteroids at the start, {} dust motes",
         options.seed, options.frames, threads, options.settings.asteroids, options.settings.swarm
     );
     let mut terminal = options.watch.map(|every| (every, Canvas::new(100, 37)));
+    let mut timer = terminal.as_ref().map(|_| FrameTimer::new());
     if terminal.is_some() {
         // Clear the screen once; each picture then homes the cursor and draws over the last.
         print!("\x1b[2J");
@@ -102,12 +101,18 @@ fn play(options: &Options, threads: usize) {
     let mut peak_entities = 0;
     for frame in 1..=options.frames {
         let start = Instant::now();
-        game.step();
+        match &mut timer {
+            // Watching: a live loop, each frame standing for the time the last one took.
+            Some(timer) => game.step_by(timer.tick()),
+            None => game.step(),
+        }
         frame_times.push(start.elapsed().as_secs_f64() * 1e6);
-        let trace = game.schedule.last_trace().expect("every frame is traced");
-        concurrency += trace.concurrency();
-        overlapping_frames += u32::from(trace.overlap().overlapping_systems > 0);
-        attributed.push(trace.attributed());
+        // The last fixed step's trace (from an earlier frame when none was due in this one).
+        if let Some(trace) = game.fixed_update().last_trace() {
+            concurrency += trace.concurrency();
+            overlapping_frames += u32::from(trace.overlap().overlapping_systems > 0);
+            attributed.push(trace.attributed());
+        }
         peak_entities = peak_entities.max(game.world.len());
         if let Some((recorder, canvas)) = &mut gif
             && frame % GIF_EVERY == 1
@@ -122,13 +127,18 @@ fn play(options: &Options, threads: usize) {
         {
             canvas.paint(&mut game.world);
             let state = game.state();
+            let banner = match game.screen() {
+                Screen::Title => "  ASTEROIDS — starting",
+                Screen::Playing => "",
+                Screen::GameOver => "  GAME OVER",
+            };
             println!(
-                "\x1b[H{}frame {frame:>6}  level {:>2}  lives {}  hits {:>4}{}",
+                "\x1b[H{}frame {frame:>6}  game {}  level {:>2}  lives {}  hits {:>4}{banner}",
                 canvas.to_text(),
+                state.games,
                 state.level,
                 state.lives,
                 state.hits,
-                if state.playing { "" } else { "  GAME OVER" }
             );
             std::io::stdout().flush().ok();
             let due = Duration::from_secs_f32(DT * *every as f32);
@@ -138,13 +148,18 @@ fn play(options: &Options, threads: usize) {
             let state = game.state();
             let (ships, asteroids, bullets) = game.census();
             println!(
-                "t={:>4}s  level {:>2}  lives {}  hits {:>4}  entities {:>3} (ships {ships}, asteroids {asteroids:>2}, bullets {bullets:>2}){}",
+                "t={:>4}s  game {}  level {:>2}  lives {}  hits {:>4}  entities {:>3} (ships {ships}, asteroids {asteroids:>2}, bullets {bullets:>2}){}",
                 frame / 60,
+                state.games,
                 state.level,
                 state.lives,
                 state.hits,
                 game.world.len(),
-                if state.playing { "" } else { "  GAME OVER" },
+                match game.screen() {
+                    Screen::Title => "  (title)",
+                    Screen::Playing => "",
+                    Screen::GameOver => "  GAME OVER",
+                },
             );
         }
     }
@@ -156,7 +171,7 @@ fn play(options: &Options, threads: usize) {
         println!("{} frames written to {path}", options.frames.div_ceil(GIF_EVERY));
     }
     if let Some(path) = &options.trace {
-        let trace = game.schedule.last_trace().expect("every frame is traced");
+        let trace = game.fixed_update().last_trace().expect("fixed steps are traced");
         std::fs::write(path, trace.to_chrome_json()).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
         println!("last frame's trace written to {path} (open it in ui.perfetto.dev)");
     }
@@ -174,7 +189,8 @@ fn play(options: &Options, threads: usize) {
     game.snapshot().hash(&mut digest);
     println!("---");
     println!(
-        "final: level {}, lives {}, hits {}, state digest {:016x} (the same with any --threads: compare with --threads 1)",
+        "final: game {}, level {}, lives {}, hits {}, state digest {:016x} (the same with any --threads: compare with --threads 1)",
+        state.games,
         state.level,
         state.lives,
         state.hits,
@@ -191,7 +207,7 @@ fn play(options: &Options, threads: usize) {
     println!(
         "threads at work at once (systems and par_for_each batches), on average while any worked: {:.2} ({} systems)",
         concurrency / f64::from(options.frames.max(1)),
-        game.schedule.len()
+        game.fixed_update().len()
     );
     println!(
         "frames in which two systems ran at the same time: {overlapping_frames} of {}",

@@ -1,7 +1,7 @@
 //! The flagship example's promise: the same seed gives the same game, whatever the threads.
 
 use tabula::schedule::ExecutorKind;
-use tabula_examples::asteroids::components::{GameState, Settings};
+use tabula_examples::asteroids::components::{GAME_OVER_SECONDS, GameState, Screen, Settings, TITLE_SECONDS};
 use tabula_examples::asteroids::view::{Canvas, GifRecorder, Ink};
 use tabula_examples::asteroids::{CLASSIC_ASTEROIDS, Game};
 
@@ -102,9 +102,8 @@ fn longest_wait_for_a_ship(seed: u64, settings: Settings, frames: u32) -> (u32, 
     let (mut longest, mut current) = (0, 0);
     for _ in 0..frames {
         game.step();
-        let state = game.state();
         let (ships, _, _) = game.census();
-        if ships == 0 && state.playing {
+        if ships == 0 && game.screen() == Screen::Playing {
             current += 1;
             longest = longest.max(current);
         } else {
@@ -163,6 +162,9 @@ fn a_frame_can_be_looked_at_as_text_and_as_a_gif() {
             swarm: 200,
         },
     );
+    while game.screen() != Screen::Playing {
+        game.step();
+    }
     game.step();
     let mut canvas = Canvas::new(100, 37);
     canvas.paint(&mut game.world);
@@ -193,7 +195,54 @@ fn a_frame_can_be_looked_at_as_text_and_as_a_gif() {
 
 #[test]
 fn the_asteroid_count_sets_the_first_level() {
-    let (_, entities) = play_with(1, 2, 2, ExecutorKind::Parallel, 40);
-    // The first frame spawns the ship and the level's asteroids.
-    assert_eq!(entities.len(), 41);
+    let mut game = Game::with_asteroids(1, ExecutorKind::Parallel, 40);
+    let title_frames = (TITLE_SECONDS * 60.0).round() as u32;
+    for _ in 0..title_frames {
+        game.step();
+        assert_eq!(game.screen(), Screen::Title);
+    }
+    assert_eq!(game.census(), (0, 0, 0), "nothing but dust before a game");
+    game.step(); // the title's clock runs out: the pilot presses start
+    game.step(); // the game starts: the ship and the level's asteroids appear
+    assert_eq!(game.screen(), Screen::Playing);
+    assert_eq!(game.census(), (1, 40, 0));
+}
+
+#[test]
+fn the_screens_go_title_playing_game_over_and_round_again() {
+    // A crowded field costs the pilot all three ships quickly.
+    let mut game = Game::with_asteroids(5, ExecutorKind::SingleThreaded, 60);
+    let mut screens = vec![(game.screen(), 0)];
+    for frame in 1..=60 * 120 {
+        game.step();
+        if screens.last().map(|s| s.0) != Some(game.screen()) {
+            screens.push((game.screen(), frame));
+        }
+        if screens.len() == 5 {
+            break;
+        }
+    }
+    use Screen::*;
+    let order: Vec<Screen> = screens.iter().map(|s| s.0).collect();
+    assert_eq!(
+        order,
+        [Title, Playing, GameOver, Title, Playing],
+        "{:?}",
+        game.state()
+    );
+    let state = game.state();
+    assert_eq!(
+        (state.games, state.lives, state.level),
+        (2, 3, 1),
+        "a new game: {state:?}"
+    );
+    // The game-over screen shows for GAME_OVER_SECONDS, the title for TITLE_SECONDS (a
+    // request made in one frame applies in the next: one frame more).
+    let shown = |i: usize| screens[i + 1].1 - screens[i].1;
+    assert_eq!(
+        shown(2),
+        (GAME_OVER_SECONDS * 60.0).round() as u32 + 1,
+        "{screens:?}"
+    );
+    assert_eq!(shown(3), (TITLE_SECONDS * 60.0).round() as u32 + 1, "{screens:?}");
 }

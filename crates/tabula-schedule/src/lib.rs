@@ -53,6 +53,7 @@ pub mod observer;
 pub mod one_shot;
 mod param;
 mod pipe;
+pub mod plugin;
 mod schedule;
 mod set;
 mod skipped;
@@ -85,6 +86,7 @@ pub use pipe::{IsPipe, Pipe, PipeSystem};
 pub use schedule::{Dependency, OrderedPair, Schedule, ScheduleError, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
+pub use plugin::{Plugin, WorldPlugins};
 pub use state::{NextState, OnEnter, OnExit, State, States, in_state, state_changed};
 pub use system::{
     BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput, System,
@@ -99,8 +101,8 @@ pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
     pub use crate::{
-        First, FixedUpdate, FrameTimer, Last, NextState, OnEnter, OnExit, PostUpdate, PreUpdate,
-        ScheduleLabel, Startup, State, States, Update, WorldFrame, in_state,
+        First, FixedUpdate, FrameTimer, Last, NextState, OnEnter, OnExit, Plugin, PostUpdate, PreUpdate,
+        ScheduleLabel, Startup, State, States, Update, WorldFrame, WorldPlugins, in_state,
     };
     pub use crate::{
         CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In, IntoSetConfigs,

@@ -3,6 +3,8 @@
 //! An entity's *state* is the set of components it has: a live ship has `MotionControls`,
 //! `Gun`, `GunControls` and `Collision`; a destroyed one loses them and gains `DeathThroes`.
 
+use tabula::schedule::{States, SystemSet};
+
 /// Where something is and which way it faces (radians).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Position {
@@ -96,7 +98,46 @@ pub struct Audio {
     pub queue: Vec<&'static str>,
 }
 
-/// The state of the game as a whole.
+/// Which screen the game shows: the app-level state. The title screen lasts a moment
+/// (asteroids drifting behind it), then the pilot starts a game; when the last ship is lost
+/// the game-over screen shows, then the title again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Screen {
+    /// Before a game: the field drifts.
+    #[default]
+    Title,
+    /// A game is on.
+    Playing,
+    /// The last ship was lost.
+    GameOver,
+}
+
+impl States for Screen {}
+
+/// Seconds the title screen shows before the pilot starts a game.
+pub const TITLE_SECONDS: f32 = 1.0;
+/// Seconds the game-over screen shows before the title.
+pub const GAME_OVER_SECONDS: f32 = 3.0;
+
+/// Seconds since the current screen came up.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ScreenClock(pub f32);
+
+/// The steps of one fixed update, in order: decide (the game manager, the pilot), act
+/// (controls, guns, movement, ageing), resolve (collisions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// What happens this step: ships, levels, the pilot's inputs.
+    Decide,
+    /// Everything moves and fires.
+    Act,
+    /// What hit what.
+    Resolve,
+}
+
+impl SystemSet for Step {}
+
+/// The score of the game being played (or the last one).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GameState {
     /// Ships left.
@@ -105,8 +146,8 @@ pub struct GameState {
     pub level: u32,
     /// Asteroids hit.
     pub hits: u32,
-    /// False once the last life is lost.
-    pub playing: bool,
+    /// Games started.
+    pub games: u32,
     /// Seconds since the ship was lost, while a life is waiting to be played (0 while a
     /// ship flies).
     pub respawn_wait: f32,
@@ -131,15 +172,6 @@ pub struct Pilot {
     pub thrust: bool,
     /// Trigger held.
     pub trigger: bool,
-}
-
-/// The fixed frame time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Time {
-    /// Seconds per frame.
-    pub dt: f32,
-    /// Frames simulated.
-    pub frame: u64,
 }
 
 /// A mote of the dust swarm: it drifts, swirls and is drawn, and touches nothing, so a

@@ -1,12 +1,19 @@
-//! Asteroids, headless: the classic entity-system teaching game (Richard Lord's Ash
-//! framework) rebuilt on tabula and run without graphics.
+//! Asteroids: the classic entity-system teaching game (Richard Lord's Ash framework)
+//! rebuilt on tabula, played by a scripted pilot, and drawn on request ([`view`]).
 //!
-//! The game is a [`World`] plus a [`Schedule`] of small systems in three phases:
+//! The game is a [`World`] set up by plugins, one per feature, and run by
+//! [`run_frame`](WorldFrame::run_frame) — the game's own loop decides when a frame happens
+//! and how long it stands for:
 //!
-//! * `PreUpdate`: the game manager (ship spawning, levels) and the scripted pilot;
-//! * `Update`: controls, the gun, bullet ageing, death throes, the dust's swirl, movement
-//!   (in parallel);
-//! * `PostUpdate`: collisions, then the headless renderer and the audio queue.
+//! * `Startup`: the dust swarm appears ([`dust`]).
+//! * `Update`: the screen clock — the title screen, then a game, then game over
+//!   ([`Screen`], a state: `OnEnter(Screen::Playing)` starts a new game).
+//! * `FixedUpdate`, at 60 steps a second whatever the frame rate, in three ordered steps
+//!   ([`Step`]): *decide* (the game manager: ships, levels, game over; the scripted pilot),
+//!   *act* (controls, the gun, bullet ageing, death throes, the dust's swirl, movement — in
+//!   parallel where they do not conflict), *resolve* (collisions). The game's own rules run
+//!   only while [`Screen::Playing`]; things keep drifting on the other screens.
+//! * `Last`: the headless renderer and the audio queue.
 //!
 //! A ship or asteroid changes state by swapping components (a destroyed ship loses its
 //! controls, gun and collision circle and gains `DeathThroes`), as in the original. A lost
@@ -15,14 +22,15 @@
 //! The classic game is small: a handful of asteroids. To give the parallel systems rows to
 //! share, a game can carry a *swarm* of dust motes ([`Settings::swarm`]) that drift and
 //! swirl through the field and touch nothing, so the load grows without changing the game.
-//! [`view`] draws a frame, for the terminal or an animated GIF.
 
 pub mod components;
 pub mod systems;
 pub mod view;
 
+use std::time::Duration;
+
 use tabula::prelude::*;
-use tabula::schedule::ExecutorKind;
+use tabula::schedule::{ExecutorKind, Schedules, Time};
 use tabula::{Entity, Has};
 
 use crate::rng::Rng;
@@ -32,18 +40,79 @@ use components::*;
 pub const WIDTH: f32 = 600.0;
 /// Playfield height.
 pub const HEIGHT: f32 = 450.0;
-/// Fixed time step.
+/// Seconds per fixed step, and per frame of the deterministic runs.
 pub const DT: f32 = 1.0 / 60.0;
+/// [`DT`] as a `Duration`: what [`Game::step`] passes to `run_frame`, and the fixed step,
+/// so each such frame runs exactly one fixed update.
+pub const FRAME: Duration = Duration::from_nanos(16_666_667);
 
 /// Asteroids the first level of the classic game starts with (then one more per level).
 pub const CLASSIC_ASTEROIDS: u32 = 3;
 
-/// A running game.
+/// A running game: its world holds the entities, the resources and the schedules.
 pub struct Game {
-    /// The entities and resources.
+    /// The entities, resources and schedules.
     pub world: World,
-    /// The systems.
-    pub schedule: Schedule,
+}
+
+/// The game's rules: the score, the screens, the manager and pilot, the ship's controls and
+/// gun, bullets, wrecks, movement and collisions.
+pub fn rules(world: &mut World) {
+    use systems::*;
+    world.insert_resource(GameState {
+        lives: 3,
+        level: 0,
+        hits: 0,
+        games: 0,
+        respawn_wait: 0.0,
+    });
+    world.init_resource::<Pilot>();
+    world.init_resource::<ScreenClock>();
+    world.add_event::<Explosion>();
+    world
+        .init_state::<Screen>()
+        .add_systems(Update, screen_clock)
+        .add_systems(OnEnter(Screen::Title), reset_screen_clock)
+        .add_systems(OnEnter(Screen::Playing), (reset_screen_clock, new_game))
+        .add_systems(OnEnter(Screen::GameOver), reset_screen_clock)
+        .configure_sets(FixedUpdate, (Step::Decide, Step::Act, Step::Resolve).chain())
+        .configure_sets(
+            FixedUpdate,
+            (Step::Decide, Step::Resolve).run_if(in_state(Screen::Playing)),
+        )
+        .add_systems(
+            FixedUpdate,
+            (game_manager, pilot.after(game_manager)).in_set(Step::Decide),
+        )
+        .add_systems(
+            FixedUpdate,
+            (
+                motion_controls,
+                gun_controls,
+                gun.after(gun_controls).after(motion_controls),
+                bullet_age,
+                death_throes,
+                movement.after(motion_controls),
+            )
+                .in_set(Step::Act),
+        )
+        .add_systems(FixedUpdate, collisions.in_set(Step::Resolve));
+}
+
+/// The dust swarm: [`Settings::swarm`] motes spawned at startup, swirling every step.
+pub fn dust(world: &mut World) {
+    use systems::*;
+    world
+        .add_systems(Startup, spawn_swarm)
+        .add_systems(FixedUpdate, swirl.in_set(Step::Act).before(movement));
+}
+
+/// What a player would see and hear, headless: counts of what is drawn and played.
+pub fn presentation(world: &mut World) {
+    use systems::*;
+    world.init_resource::<RenderStats>();
+    world.init_resource::<AudioLog>();
+    world.add_systems(Last, (render, audio));
 }
 
 /// One entity's state, for comparing two runs: its index and generation (two worlds have
@@ -77,82 +146,71 @@ impl Game {
     pub fn with_settings(seed: u64, executor: ExecutorKind, settings: Settings) -> Self {
         let mut world = World::new();
         world.insert_resource(settings);
-        world.insert_resource(GameState {
-            lives: 3,
-            level: 0,
-            hits: 0,
-            playing: true,
-            respawn_wait: 0.0,
-        });
-        let mut rng = Rng::new(seed);
-        let motes: Vec<_> = (0..settings.swarm)
-            .map(|_| {
-                let angle = rng.range(0.0, std::f32::consts::TAU);
-                let speed = rng.range(5.0, 25.0);
-                (
-                    Dust {
-                        swirl: rng.range(-0.5, 0.5),
-                    },
-                    Position {
-                        x: rng.range(0.0, WIDTH),
-                        y: rng.range(0.0, HEIGHT),
-                        rotation: 0.0,
-                    },
-                    Motion {
-                        velocity: (angle.cos() * speed, angle.sin() * speed),
-                        angular_velocity: 0.0,
-                        damping: 0.0,
-                    },
-                )
-            })
-            .collect();
-        world.spawn_batch(motes);
-        world.insert_resource(rng);
-        world.insert_resource(Pilot::default());
-        world.insert_resource(Time { dt: DT, frame: 0 });
-        world.init_resource::<RenderStats>();
-        world.init_resource::<AudioLog>();
-        let mut schedule = Schedule::new();
-        schedule.set_executor(executor);
-        Self::add_systems(&mut schedule);
-        Self { world, schedule }
+        world.insert_resource(Rng::new(seed));
+        let mut time = Time::default();
+        time.set_fixed_step(FRAME);
+        world.insert_resource(time);
+        world.add_plugins((rules, dust, presentation));
+        let schedules = world.resource_mut::<Schedules>().expect("made by add_systems");
+        schedules
+            .entry(Startup)
+            .expect("not running")
+            .set_executor(executor);
+        schedules
+            .entry(FixedUpdate)
+            .expect("not running")
+            .set_executor(executor);
+        schedules.entry(Last).expect("not running").set_executor(executor);
+        Self { world }
     }
 
-    /// The game's systems and their phases.
-    pub fn add_systems(schedule: &mut Schedule) {
-        use systems::*;
-        schedule.add_systems((game_manager, pilot.after(game_manager)).in_set(CoreSet::PreUpdate));
-        schedule.add_systems(
-            (
-                motion_controls,
-                gun_controls,
-                gun.after(gun_controls).after(motion_controls),
-                bullet_age,
-                death_throes,
-                swirl,
-                movement.after(motion_controls).after(swirl),
-            )
-                .in_set(CoreSet::Update),
-        );
-        schedule.add_systems(
-            (
-                collisions,
-                render.after(collisions),
-                audio.after(collisions),
-                tick,
-            )
-                .in_set(CoreSet::PostUpdate),
-        );
-    }
-
-    /// Simulates one frame.
+    /// Simulates one frame of [`FRAME`]: one fixed step.
     pub fn step(&mut self) {
-        self.schedule.run(&mut self.world);
+        self.world.run_frame(FRAME);
     }
 
-    /// The game state resource.
+    /// Runs a frame standing for `delta` of game time (a live loop's measured frame): as
+    /// many fixed steps as are due.
+    pub fn step_by(&mut self, delta: Duration) {
+        self.world.run_frame(delta);
+    }
+
+    /// The score resource.
     pub fn state(&self) -> GameState {
         *self.world.resource::<GameState>().expect("inserted at start")
+    }
+
+    /// The screen shown.
+    pub fn screen(&self) -> Screen {
+        **self
+            .world
+            .resource::<State<Screen>>()
+            .expect("registered at start")
+    }
+
+    /// The fixed-update schedule, where the game's work happens (to trace it, draw its
+    /// graph, count its systems).
+    pub fn fixed_update(&mut self) -> &mut Schedule {
+        self.world
+            .resource_mut::<Schedules>()
+            .expect("made at start")
+            .entry(FixedUpdate)
+            .expect("not running between frames")
+    }
+
+    /// The fixed-update schedule's graph in Graphviz DOT, each edge labelled with its reason.
+    pub fn fixed_update_graph_dot(&mut self) -> String {
+        fn schedules(world: &mut World) -> &mut Schedules {
+            world.resource_mut::<Schedules>().expect("made at start")
+        }
+        let mut schedule = schedules(&mut self.world)
+            .remove(FixedUpdate)
+            .expect("made at start");
+        let dot = schedule.graph_dot(&mut self.world);
+        schedules(&mut self.world)
+            .insert(FixedUpdate, schedule)
+            .expect("not running between frames");
+        dot.expect("the schedule builds")
     }
 
     /// Counts of live ships, asteroids and bullets.

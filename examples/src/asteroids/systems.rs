@@ -1,7 +1,7 @@
 //! The systems of Asteroids, one per rule of the game.
 
 use tabula::prelude::*;
-use tabula::schedule::{EventReader, EventWriter};
+use tabula::schedule::{EventReader, EventWriter, Time};
 use tabula::{Entity, With, Without};
 
 use super::components::*;
@@ -121,26 +121,25 @@ fn safest_spot(asteroids: &Query<(&Position, Option<&Collision>), With<Asteroid>
 }
 
 /// Brings a ship back when there is none and lives remain — at a safe spot (the centre
-/// when it is clear), or after [`RESPAWN_TIMEOUT`] at the safest spot there is — and starts
-/// the next level when every asteroid and bullet is gone.
+/// when it is clear), or after [`RESPAWN_TIMEOUT`] at the safest spot there is — ends the
+/// game when none remain, and starts the next level when every asteroid and bullet is
+/// gone. Runs while a game is on.
 #[allow(clippy::too_many_arguments)]
 pub fn game_manager(
     mut commands: Commands,
     settings: Res<Settings>,
     time: Res<Time>,
     mut state: ResMut<GameState>,
+    mut screen: ResMut<NextState<Screen>>,
     mut rng: ResMut<Rng>,
     ships: Query<&Position, With<Spaceship>>,
     asteroids: Query<(&Position, Option<&Collision>), With<Asteroid>>,
     bullets: Query<(), With<Bullet>>,
 ) {
-    if !state.playing {
-        return;
-    }
     let mut ship = ships.iter().next().copied();
     if ship.is_none() {
         if state.lives == 0 {
-            state.playing = false;
+            screen.set(Screen::GameOver);
             return;
         }
         let (spot, clearance) = safest_spot(&asteroids);
@@ -149,7 +148,7 @@ pub fn game_manager(
             ship = Some(spot);
             state.respawn_wait = 0.0;
         } else {
-            state.respawn_wait += time.dt;
+            state.respawn_wait += time.delta_secs();
         }
     }
     if asteroids.is_empty() && bullets.is_empty() {
@@ -176,9 +175,35 @@ pub fn game_manager(
     }
 }
 
+/// Spawns the dust swarm ([`Settings::swarm`] motes), at startup.
+pub fn spawn_swarm(mut commands: Commands, settings: Res<Settings>, mut rng: ResMut<Rng>) {
+    let motes: Vec<_> = (0..settings.swarm)
+        .map(|_| {
+            let angle = rng.range(0.0, std::f32::consts::TAU);
+            let speed = rng.range(5.0, 25.0);
+            (
+                Dust {
+                    swirl: rng.range(-0.5, 0.5),
+                },
+                Position {
+                    x: rng.range(0.0, WIDTH),
+                    y: rng.range(0.0, HEIGHT),
+                    rotation: 0.0,
+                },
+                Motion {
+                    velocity: (angle.cos() * speed, angle.sin() * speed),
+                    angular_velocity: 0.0,
+                    damping: 0.0,
+                },
+            )
+        })
+        .collect();
+    commands.spawn_batch(motes);
+}
+
 /// Turns each dust mote's heading by its swirl; in parallel.
 pub fn swirl(time: Res<Time>, mut q: Query<(&Dust, &mut Motion)>) {
-    let dt = time.dt;
+    let dt = time.delta_secs();
     q.par_for_each_mut(|(dust, mut motion)| {
         let (s, c) = (dust.swirl * dt).sin_cos();
         let (vx, vy) = motion.velocity;
@@ -221,11 +246,11 @@ pub fn motion_controls(
     mut q: Query<(&MotionControls, &mut Position, &mut Motion)>,
 ) {
     q.for_each(|(controls, mut position, mut motion)| {
-        position.rotation += pilot.turn * controls.rotation_rate * time.dt;
+        position.rotation += pilot.turn * controls.rotation_rate * time.delta_secs();
         if pilot.thrust {
             let (s, c) = position.rotation.sin_cos();
-            motion.velocity.0 += c * controls.acceleration_rate * time.dt;
-            motion.velocity.1 += s * controls.acceleration_rate * time.dt;
+            motion.velocity.0 += c * controls.acceleration_rate * time.delta_secs();
+            motion.velocity.1 += s * controls.acceleration_rate * time.delta_secs();
         }
     });
 }
@@ -238,7 +263,7 @@ pub fn gun_controls(pilot: Res<Pilot>, mut q: Query<&mut Gun, With<GunControls>>
 /// Fires bullets from guns whose trigger is held, no faster than their interval.
 pub fn gun(mut commands: Commands, time: Res<Time>, mut q: Query<(&Position, &mut Gun, &mut Audio)>) {
     q.for_each(|(position, mut gun, mut audio)| {
-        gun.time_since_last_shot += time.dt;
+        gun.time_since_last_shot += time.delta_secs();
         if gun.shooting && gun.time_since_last_shot >= gun.minimum_shot_interval {
             let (s, c) = position.rotation.sin_cos();
             let (ox, oy) = gun.offset;
@@ -267,7 +292,7 @@ pub fn gun(mut commands: Commands, time: Res<Time>, mut q: Query<(&Position, &mu
 /// Ages bullets and removes the expired ones.
 pub fn bullet_age(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity, &mut Bullet)>) {
     q.for_each(|(entity, mut bullet)| {
-        bullet.life_remaining -= time.dt;
+        bullet.life_remaining -= time.delta_secs();
         if bullet.life_remaining <= 0.0 {
             commands.despawn(entity);
         }
@@ -277,7 +302,7 @@ pub fn bullet_age(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity,
 /// Counts down destroyed things and removes them when done.
 pub fn death_throes(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity, &mut DeathThroes)>) {
     q.for_each(|(entity, mut throes)| {
-        throes.countdown -= time.dt;
+        throes.countdown -= time.delta_secs();
         if throes.countdown <= 0.0 {
             commands.despawn(entity);
         }
@@ -286,7 +311,7 @@ pub fn death_throes(mut commands: Commands, time: Res<Time>, mut q: Query<(Entit
 
 /// Moves everything, wrapping at the edges and applying damping; in parallel.
 pub fn movement(time: Res<Time>, mut q: Query<(&mut Position, &mut Motion)>) {
-    let dt = time.dt;
+    let dt = time.delta_secs();
     q.par_for_each_mut(|(mut position, mut motion)| {
         position.x = (position.x + motion.velocity.0 * dt).rem_euclid(WIDTH);
         position.y = (position.y + motion.velocity.1 * dt).rem_euclid(HEIGHT);
@@ -386,7 +411,43 @@ pub fn audio(mut q: Query<&mut Audio>, mut explosions: EventReader<Explosion>, m
     }
 }
 
-/// Advances the frame counter.
-pub fn tick(mut time: ResMut<Time>) {
-    time.frame += 1;
+/// Starts a game: clears what the last one left (ships, asteroids, bullets, wrecks; not the
+/// dust) and resets the score. Runs on entering [`Screen::Playing`].
+pub fn new_game(
+    mut commands: Commands,
+    mut state: ResMut<GameState>,
+    leftovers: Query<Entity, (With<Position>, Without<Dust>)>,
+) {
+    for entity in leftovers.iter() {
+        commands.despawn(entity);
+    }
+    *state = GameState {
+        lives: 3,
+        level: 0,
+        hits: 0,
+        games: state.games + 1,
+        respawn_wait: 0.0,
+    };
+}
+
+/// Restarts the screen clock. Runs on entering each screen.
+pub fn reset_screen_clock(mut clock: ResMut<ScreenClock>) {
+    clock.0 = 0.0;
+}
+
+/// Counts how long the current screen has shown; the title screen gives way to a game
+/// after [`TITLE_SECONDS`] (the pilot "presses start"), the game-over screen to the title
+/// after [`GAME_OVER_SECONDS`].
+pub fn screen_clock(
+    time: Res<Time>,
+    screen: Res<State<Screen>>,
+    mut clock: ResMut<ScreenClock>,
+    mut next: ResMut<NextState<Screen>>,
+) {
+    clock.0 += time.delta_secs();
+    match **screen {
+        Screen::Title if clock.0 >= TITLE_SECONDS => next.set(Screen::Playing),
+        Screen::GameOver if clock.0 >= GAME_OVER_SECONDS => next.set(Screen::Title),
+        _ => {}
+    }
 }
