@@ -54,9 +54,10 @@
 //! removing from it is refused ([`ScheduleError::Running`]).
 
 use std::any::TypeId;
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt::{self, Debug};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,6 +122,7 @@ trait DynLabel: Debug + Send + Sync {
     fn as_any(&self) -> &dyn std::any::Any;
     fn dyn_eq(&self, other: &dyn DynLabel) -> bool;
     fn dyn_hash(&self, state: &mut dyn Hasher);
+    fn key(&self) -> LabelKey;
 }
 
 impl<L: ScheduleLabel> DynLabel for L {
@@ -135,6 +137,55 @@ impl<L: ScheduleLabel> DynLabel for L {
     fn dyn_hash(&self, mut state: &mut dyn Hasher) {
         TypeId::of::<L>().hash(&mut state);
         self.hash(&mut state);
+    }
+
+    fn key(&self) -> LabelKey {
+        LabelKey(Arc::new(self.clone()))
+    }
+}
+
+// Labels are looked up as `&dyn DynLabel`, borrowed from the caller's value: running a
+// schedule by label allocates nothing.
+impl PartialEq for dyn DynLabel {
+    fn eq(&self, other: &Self) -> bool {
+        self.dyn_eq(other)
+    }
+}
+
+impl Eq for dyn DynLabel {}
+
+impl Hash for dyn DynLabel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.dyn_hash(state);
+    }
+}
+
+impl Borrow<dyn DynLabel> for LabelKey {
+    fn borrow(&self) -> &(dyn DynLabel + 'static) {
+        &*self.0
+    }
+}
+
+/// Hashes label keys: a type id and a small value, from code rather than from input, so a
+/// multiply-rotate hash (FxHash's) serves, at a fraction of SipHash's cost per lookup.
+#[derive(Default)]
+struct LabelHasher(u64);
+
+impl Hasher for LabelHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -202,7 +253,7 @@ struct StateDriver {
 /// ```
 #[derive(Default)]
 pub struct Schedules {
-    entries: HashMap<LabelKey, Entry>,
+    entries: HashMap<LabelKey, Entry, BuildHasherDefault<LabelHasher>>,
     started: bool,
     states: Vec<StateDriver>,
 }
@@ -225,19 +276,21 @@ impl Schedules {
     /// [`ScheduleError::Running`] while that schedule runs.
     pub fn entry(&mut self, label: impl ScheduleLabel) -> Result<&mut Schedule, ScheduleError> {
         let key = LabelKey::of(label);
-        let name = key.name();
-        let entry = self.entries.entry(key).or_insert_with(new_entry);
-        entry.schedule.as_mut().ok_or(ScheduleError::Running(name))
+        let entry = self.entries.entry(key.clone()).or_insert_with(new_entry);
+        entry
+            .schedule
+            .as_mut()
+            .ok_or_else(|| ScheduleError::Running(key.name()))
     }
 
     /// The schedule labelled `label`, unless there is none or it is running.
     pub fn get(&self, label: impl ScheduleLabel) -> Option<&Schedule> {
-        self.entries.get(&LabelKey::of(label))?.schedule.as_ref()
+        self.entries.get(&label as &dyn DynLabel)?.schedule.as_ref()
     }
 
     /// True when a schedule is labelled `label` (running or not).
     pub fn contains(&self, label: impl ScheduleLabel) -> bool {
-        self.entries.contains_key(&LabelKey::of(label))
+        self.entries.contains_key(&label as &dyn DynLabel)
     }
 
     /// Puts `schedule` under `label`, returning the one it replaces. It stops aging events
@@ -495,7 +548,7 @@ impl WorldFrame for World {
     }
 
     fn try_run_schedule(&mut self, label: impl ScheduleLabel) -> Result<(), ScheduleError> {
-        run_key(self, LabelKey::of(label))
+        run_key(self, &label)
     }
 
     fn run_frame(&mut self, delta: Duration) {
@@ -504,26 +557,24 @@ impl WorldFrame for World {
         }
         if !schedules(self).started {
             schedules(self).started = true;
-            run_if_present(self, LabelKey::of(Startup));
+            run_if_present(self, &Startup);
         }
         let steps = self.resource_mut::<Time>().expect("made above").advance(delta);
-        run_if_present(self, LabelKey::of(First));
-        run_if_present(self, LabelKey::of(PreUpdate));
+        run_if_present(self, &First);
+        run_if_present(self, &PreUpdate);
         self.apply_state_transitions();
-        run_if_present(self, LabelKey::of(StateTransition));
+        run_if_present(self, &StateTransition);
         for _ in 0..steps {
             time(self).begin_fixed_step();
-            let ran = catch_unwind(AssertUnwindSafe(|| {
-                run_if_present(self, LabelKey::of(FixedUpdate))
-            }));
+            let ran = catch_unwind(AssertUnwindSafe(|| run_if_present(self, &FixedUpdate)));
             time(self).end_fixed_step();
             if let Err(payload) = ran {
                 resume_unwind(payload);
             }
         }
-        run_if_present(self, LabelKey::of(Update));
-        run_if_present(self, LabelKey::of(PostUpdate));
-        run_if_present(self, LabelKey::of(Last));
+        run_if_present(self, &Update);
+        run_if_present(self, &PostUpdate);
+        run_if_present(self, &Last);
         crate::hooks::end_of_run(self);
     }
 
@@ -567,8 +618,8 @@ fn time(world: &mut World) -> &mut Time {
 ///
 /// # Panics
 /// When it is running: the frame was run from one of its own systems.
-fn run_if_present(world: &mut World, key: LabelKey) {
-    match run_key(world, key) {
+fn run_if_present(world: &mut World, label: &(dyn DynLabel + 'static)) {
+    match run_key(world, label) {
         Ok(()) | Err(ScheduleError::NoSchedule(_)) => {}
         Err(error) => panic!("{error}; a frame cannot be run from one of its own systems"),
     }
@@ -576,28 +627,36 @@ fn run_if_present(world: &mut World, key: LabelKey) {
 
 /// Runs a state's `OnEnter`/`OnExit` schedule when it exists.
 pub(crate) fn run_state_schedule<L: ScheduleLabel>(world: &mut World, label: L) {
-    match run_key(world, LabelKey::of(label)) {
+    match run_key(world, &label) {
         Ok(()) | Err(ScheduleError::NoSchedule(_)) => {}
         Err(error) => panic!("{error}; a state transition cannot run from its own schedules"),
     }
 }
 
 /// Takes the schedule out, runs it, and puts it back with the changes asked meanwhile.
-fn run_key(world: &mut World, key: LabelKey) -> Result<(), ScheduleError> {
+fn run_key(world: &mut World, label: &(dyn DynLabel + 'static)) -> Result<(), ScheduleError> {
     let entry = world
         .resource_mut::<Schedules>()
         .ok()
-        .and_then(|schedules| schedules.entries.get_mut(&key))
-        .ok_or_else(|| ScheduleError::NoSchedule(key.name()))?;
+        .and_then(|schedules| schedules.entries.get_mut(label))
+        .ok_or_else(|| ScheduleError::NoSchedule(format!("{label:?}")))?;
     let mut schedule = entry
         .schedule
         .take()
-        .ok_or_else(|| ScheduleError::Running(key.name()))?;
+        .ok_or_else(|| ScheduleError::Running(format!("{label:?}")))?;
     let result = catch_unwind(AssertUnwindSafe(|| schedule.run(world)));
-    let entry = schedules(world).entries.entry(key).or_insert_with(|| Entry {
-        schedule: None,
-        pending: Vec::new(),
-    });
+    let schedules = schedules(world);
+    if !schedules.entries.contains_key(label) {
+        // The resource was replaced while the schedule ran: it goes into the new one.
+        schedules.entries.insert(
+            label.key(),
+            Entry {
+                schedule: None,
+                pending: Vec::new(),
+            },
+        );
+    }
+    let entry = schedules.entries.get_mut(label).expect("made above");
     for edit in entry.pending.drain(..) {
         edit(&mut schedule);
     }
