@@ -152,10 +152,7 @@ fn the_last_request_of_a_frame_wins() {
     frame(&mut world);
     // Three requests before the transition step: one from outside the frame, two from
     // `request` in PreUpdate. The last one wins.
-    world
-        .resource_mut::<NextState<Game>>()
-        .unwrap()
-        .set(Game::Over);
+    world.resource_mut::<NextState<Game>>().unwrap().set(Game::Over);
     want(&mut world, &[Game::Menu, Game::Playing]);
     frame(&mut world);
     assert_eq!(state(&world), Game::Playing);
