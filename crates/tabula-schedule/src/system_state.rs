@@ -1,50 +1,4 @@
 //! System parameters outside a schedule: [`SystemState`] (bevy's `SystemState`).
-//!
-//! Game code that holds a `&mut World` — a setup function, a test, an exclusive system —
-//! sometimes needs what a system gets: two queries at once, say, one reading the parents of
-//! a tree while the other writes its children's transforms. `World::query` borrows the world
-//! for each query, so two of them cannot be live together; a `SystemState` builds the
-//! parameters as a system would (checking that they do not alias, once) and hands them out
-//! together.
-//!
-//! ```
-//! use tabula::prelude::*;
-//! use tabula::schedule::SystemState;
-//!
-//! struct Offset(f32);
-//! struct Position(f32);
-//!
-//! let mut world = World::new();
-//! let root = world.spawn((Offset(10.0), Position(10.0)));
-//! let child = world.spawn((Offset(2.5), Position(0.0), Parent::new(root)));
-//!
-//! // Read each child's offset and parent while writing positions.
-//! let mut state =
-//!     SystemState::<(Query<(Entity, &Offset, &Parent)>, Query<&mut Position>)>::new(&mut world);
-//! let (children, mut positions) = state.get_mut(&mut world);
-//! for (entity, offset, parent) in &children {
-//!     let base = positions.get_mut(parent.get()).unwrap().0;
-//!     positions.get_mut(entity).unwrap().0 = base + offset.0;
-//! }
-//! assert_eq!(world.get::<Position>(child).unwrap().0, 12.5);
-//! ```
-//!
-//! Commands recorded through a `SystemState`'s `Commands` wait for
-//! [`SystemState::apply`]:
-//!
-//! ```
-//! use tabula::prelude::*;
-//! use tabula::schedule::SystemState;
-//!
-//! struct Bullet;
-//!
-//! let mut world = World::new();
-//! let mut state = SystemState::<Commands>::new(&mut world);
-//! state.get_mut(&mut world).spawn((Bullet,));
-//! assert_eq!(world.query::<&Bullet>().iter(&world).count(), 0, "recorded, not applied");
-//! assert!(state.apply(&mut world).is_empty());
-//! assert_eq!(world.query::<&Bullet>().iter(&world).count(), 1);
-//! ```
 
 use std::any::type_name;
 use std::borrow::Cow;
@@ -56,14 +10,60 @@ use crate::param::{
     EventReader, Local, Query, RemovedComponents, Res, SystemMeta, SystemParam, SystemParamItem,
 };
 
-/// The state of system parameters `P` used outside a schedule (see the
-/// [module docs](self)): build it once per world with [`new`](Self::new), then fetch the
-/// parameters with [`get_mut`](Self::get_mut) (or [`get`](Self::get), when they only read)
-/// as often as needed, and [`apply`](Self::apply) the commands they recorded.
+/// The state of system parameters `P` used outside a schedule: build it once per world with
+/// [`new`](Self::new), then fetch the parameters with [`get_mut`](Self::get_mut) (or
+/// [`get`](Self::get), when they only read) as often as needed, and [`apply`](Self::apply)
+/// the commands they recorded.
 ///
 /// Like a system, it keeps its state between fetches: query caches, `Local`s, event
 /// cursors, and the change ticks of its last fetch (so `Changed<T>` and `Res::is_changed`
 /// see what changed since then).
+///
+/// Game code that holds a `&mut World` — a setup function, a test, an exclusive system —
+/// sometimes needs what a system gets: two queries at once, say, one reading the parents of
+/// a tree while the other writes its children's transforms. `World::query` borrows the world
+/// for each query, so two of them cannot be live together; a `SystemState` builds the
+/// parameters as a system would (checking that they do not alias, once) and hands them out
+/// together.
+///
+/// ```
+/// use tabula::prelude::*;
+/// use tabula::schedule::SystemState;
+///
+/// struct Offset(f32);
+/// struct Position(f32);
+///
+/// let mut world = World::new();
+/// let root = world.spawn((Offset(10.0), Position(10.0)));
+/// let child = world.spawn((Offset(2.5), Position(0.0), Parent::new(root)));
+///
+/// // Read each child's offset and parent while writing positions.
+/// let mut state =
+///     SystemState::<(Query<(Entity, &Offset, &Parent)>, Query<&mut Position>)>::new(&mut world);
+/// let (children, mut positions) = state.get_mut(&mut world);
+/// for (entity, offset, parent) in &children {
+///     let base = positions.get(parent.get()).unwrap().0; // read through the `&mut` query
+///     positions.get_mut(entity).unwrap().0 = base + offset.0;
+/// }
+/// assert_eq!(world.get::<Position>(child).unwrap().0, 12.5);
+/// ```
+///
+/// Commands recorded through a `SystemState`'s `Commands` wait for
+/// [`SystemState::apply`]:
+///
+/// ```
+/// use tabula::prelude::*;
+/// use tabula::schedule::SystemState;
+///
+/// struct Bullet;
+///
+/// let mut world = World::new();
+/// let mut state = SystemState::<Commands>::new(&mut world);
+/// state.get_mut(&mut world).spawn((Bullet,));
+/// assert_eq!(world.query::<&Bullet>().iter(&world).count(), 0, "recorded, not applied");
+/// assert!(state.apply(&mut world).is_empty());
+/// assert_eq!(world.query::<&Bullet>().iter(&world).count(), 1);
+/// ```
 pub struct SystemState<P: SystemParam + 'static> {
     meta: SystemMeta,
     state: P::State,
