@@ -121,7 +121,7 @@ fn safest_spot(asteroids: &Query<(&Position, Option<&Collision>), With<Asteroid>
 }
 
 /// Brings a ship back when there is none and lives remain — at a safe spot (the centre
-/// when it is clear), or after [`RESPAWN_TIMEOUT`] at the safest spot there is — ends the
+/// when it is clear), or after `RESPAWN_TIMEOUT` at the safest spot there is — ends the
 /// game when none remain, and starts the next level when every asteroid and bullet is
 /// gone. Runs while a game is on.
 #[allow(clippy::too_many_arguments)]
