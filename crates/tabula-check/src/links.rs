@@ -149,11 +149,10 @@ impl Links {
         }
     }
 
-    /// `entity` is gone: it stops observing, leaves its pairs, its parent's list, and its
-    /// children become roots.
+    /// `entity` (in no pair any more) is gone: it stops observing, leaves its parent's list,
+    /// and its children become roots.
     pub(crate) fn forget(&mut self, entity: Entity) {
         self.observers.retain(|o| o.entity != entity);
-        self.pairs.retain(|&(s, t)| s != entity && t != entity);
         self.detach(entity);
         for child in self.children.remove(&entity).unwrap_or_default() {
             self.parent.remove(&child);

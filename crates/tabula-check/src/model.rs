@@ -246,19 +246,9 @@ impl Model {
 
     /// Despawns `entity` without running observers.
     fn bury(&mut self, entity: Entity) -> Row {
-        for &(s, t) in self
-            .links
-            .pairs
-            .iter()
-            .filter(|&&(s, t)| s == entity || t == entity)
-        {
-            for e in if s == t { vec![s] } else { vec![s, t] } {
-                let count = self.related.get_mut(&e).expect("counted");
-                *count -= 1;
-                if *count == 0 {
-                    self.related.remove(&e);
-                }
-            }
+        // Only an entity in a pair makes the scan of every pair.
+        if self.related.contains_key(&entity) {
+            self.unrelate_all(entity);
         }
         self.links.forget(entity);
         let row = self.rows.remove(&entity).expect("killed entity was live");
