@@ -57,6 +57,7 @@ mod change;
 mod command;
 mod component;
 mod entity;
+pub mod entity_state;
 mod error;
 mod event;
 mod hierarchy;
@@ -88,6 +89,7 @@ pub use command::{
 };
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entities, Entity, ReserveEntities};
+pub use entity_state::{EntityState, EntityStateChanged, EntityStateError, EntityStateMachine};
 pub use error::EntityError;
 pub use event::{EventCursor, Events};
 pub use hierarchy::traverse::{Ancestors, Descendants, DescendantsBreadthFirst};

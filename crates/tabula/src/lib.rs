@@ -86,9 +86,9 @@ pub mod guide {}
 /// The names game code uses every day: `use tabula::prelude::*;`.
 pub mod prelude {
     pub use tabula_core::{
-        Added, Bundle, Changed, Children, Commands, Component, Entity, EntityError, Event, Events, Has,
-        HookContext, HookWorld, Mut, OnAdd, OnDespawn, OnInsert, OnRemove, OnReplace, Or, Parent, Ref,
-        Relation, Relations, ResourceError, With, Without, World,
+        Added, Bundle, Changed, Children, Commands, Component, Entity, EntityError, EntityStateChanged,
+        EntityStateMachine, Event, Events, Has, HookContext, HookWorld, Mut, OnAdd, OnDespawn, OnInsert,
+        OnRemove, OnReplace, Or, Parent, Ref, Relation, Relations, ResourceError, With, Without, World,
     };
     pub use tabula_schedule::prelude::*;
     // The derives (`Bundle` also names the trait above, in the macro namespace only).
