@@ -4,7 +4,8 @@
 //! A pipe is one system to the schedule: its access is the union of both parts' (so it
 //! conflicts with whatever either part conflicts with, and the two parts may touch the same
 //! data, since they never run at the same time), and it runs both parts one after the other
-//! on one thread.
+//! on one thread. When the first part is exclusive, the second catches up with the
+//! archetypes the first made before it is fetched.
 //!
 //! [`In`]: crate::In
 
@@ -86,7 +87,17 @@ impl<A: System, B: System<In = A::Out>> System for PipeSystem<A, B> {
         // both parts', both were initialised and updated with the pipe, and the parts run
         // one after the other (nothing the first fetched outlives its run).
         let out = unsafe { self.first.run_unsafe_with(input, world) };
-        // SAFETY: as above.
+        if self.first.access().is_exclusive() {
+            // An exclusive first part may have made archetypes since the pipe was updated;
+            // the second part's query states must know them before it is fetched (a state
+            // behind the world indexes its per-archetype table past its end when it looks up
+            // an entity in a new archetype).
+            // SAFETY: structure only; the first part's `&mut World` ended with its run, and
+            // this pipe is exclusive, so nothing else touches the world.
+            self.next.update_archetypes(unsafe { world.world() });
+        }
+        // SAFETY: as above; the second part's archetypes are up to date (updated with the
+        // pipe, and again just now if the first part could change the structure).
         unsafe { self.next.run_unsafe_with(out, world) }
     }
 
