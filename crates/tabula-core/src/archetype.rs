@@ -48,6 +48,9 @@ pub struct Archetype {
     /// The immutable components here, sorted (almost always none): what `get_mut` and `&mut`
     /// query terms refuse (see [`ComponentInfo::is_immutable`](crate::ComponentInfo::is_immutable)).
     pub(crate) immutable: Box<[ComponentId]>,
+    /// Bit `i` set: the archetype stores the world's `i`-th disabling component (see
+    /// [`Archetypes::disabling`]), so queries that do not name it skip the archetype.
+    pub(crate) disabling: u64,
 }
 
 impl Archetype {
@@ -85,6 +88,7 @@ impl Archetype {
             logs_removals,
             hooked,
             immutable,
+            disabling: 0,
         }
     }
 
@@ -277,6 +281,11 @@ pub(crate) struct Archetypes {
     /// [`recent`](Self::recent)).
     recent_insert: LastBundle<RecentMove>,
     recent_remove: LastBundle<RecentMove>,
+    /// The disabling components ([`crate::Disabled`] and those registered with
+    /// [`World::register_disabling_component`](crate::World::register_disabling_component)),
+    /// in registration order: component `disabling[i]` is bit `i` of each archetype's
+    /// `disabling` mask. At most 64.
+    pub(crate) disabling: Vec<ComponentId>,
 }
 
 impl Archetypes {
@@ -288,6 +297,7 @@ impl Archetypes {
             remove_edges: Vec::new(),
             recent_insert: LastBundle::default(),
             recent_remove: LastBundle::default(),
+            disabling: Vec::new(),
         };
         let empty = archetypes.get_or_create(registry, &[]);
         debug_assert_eq!(empty, ArchetypeId::EMPTY);
@@ -309,10 +319,38 @@ impl Archetypes {
             .filter(|&id| id < ArchetypeId::ABSENT.0)
             .expect("too many archetypes");
         let id = ArchetypeId(id);
-        self.archetypes
-            .push(Archetype::new(id, components.into(), registry));
+        let mut archetype = Archetype::new(id, components.into(), registry);
+        archetype.disabling = self.disabling_mask(components);
+        self.archetypes.push(archetype);
         self.by_components.insert(components.into(), id);
         id
+    }
+
+    /// The bits of the disabling components in a sorted component set.
+    fn disabling_mask(&self, components: &[ComponentId]) -> u64 {
+        (self.disabling.iter().enumerate())
+            .filter(|(_, id)| components.binary_search(id).is_ok())
+            .fold(0, |mask, (bit, _)| mask | 1 << bit)
+    }
+
+    /// Makes `id` a disabling component (nothing when it is one already) and marks the
+    /// archetypes that store it. Returns its bit.
+    ///
+    /// # Panics
+    /// When 64 components are disabling already.
+    pub(crate) fn add_disabling(&mut self, id: ComponentId) -> u32 {
+        if let Some(bit) = self.disabling.iter().position(|&d| d == id) {
+            return bit as u32;
+        }
+        assert!(
+            self.disabling.len() < 64,
+            "a world has at most 64 disabling components; mark entities with an existing one \
+             (such as `Disabled`) instead of registering more"
+        );
+        let bit = self.disabling.len() as u32;
+        self.disabling.push(id);
+        self.archetypes.mark_disabling(id, bit);
+        bit
     }
 
     pub(crate) fn len(&self) -> usize {

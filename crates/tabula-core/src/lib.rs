@@ -56,6 +56,7 @@ mod bundle;
 mod change;
 mod command;
 mod component;
+pub mod disabled;
 mod entity;
 pub mod entity_state;
 mod error;
@@ -88,6 +89,7 @@ pub use command::{
     ScopedCommands,
 };
 pub use component::{Component, ComponentId, ComponentInfo, Components};
+pub use disabled::Disabled;
 pub use entity::{Entities, Entity, ReserveEntities};
 pub use entity_state::{EntityState, EntityStateChanged, EntityStateError, EntityStateMachine};
 pub use error::EntityError;
@@ -100,7 +102,7 @@ pub use observer::{
     TriggerState,
 };
 pub use query::{
-    Access, AccessConflict, Added, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
+    Access, AccessConflict, Added, Allow, BatchSize, Changed, Has, Or, QueryData, QueryError, QueryFilter,
     QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use relation::{Related, Relation, Relations};

@@ -798,6 +798,12 @@ impl World {
         self.archetypes.archetypes.all()
     }
 
+    /// The archetypes, their index and edges, mutably (disabling components, `shrink`).
+    #[inline]
+    pub(crate) fn archetypes_mut(&mut self) -> &mut Archetypes {
+        &mut self.archetypes
+    }
+
     /// The archetype list's shape stamp (see [`ArchetypeList::shape`]): equal readings mean
     /// no table changed its length, block or columns in between.
     ///

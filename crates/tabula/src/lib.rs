@@ -90,6 +90,7 @@ pub mod prelude {
         EntityStateMachine, Event, Events, Has, HookContext, HookWorld, Mut, OnAdd, OnDespawn, OnInsert,
         OnRemove, OnReplace, Or, Parent, Ref, Relation, Relations, ResourceError, With, Without, World,
     };
+    pub use tabula_core::{Allow, Disabled};
     pub use tabula_schedule::prelude::*;
     // The derives (`Bundle` also names the trait above, in the macro namespace only).
     pub use tabula_macros::{Bundle, SystemParam};

@@ -53,6 +53,16 @@ impl ArchetypeList {
         self.list.push(archetype);
     }
 
+    /// Sets bit `bit` of the disabling mask of every archetype that stores `id`. Leaves the
+    /// shape alone: the mask is read only when a query matches an archetype.
+    pub(crate) fn mark_disabling(&mut self, id: crate::component::ComponentId, bit: u32) {
+        for archetype in &mut self.list {
+            if archetype.column_of(id).is_some() {
+                archetype.disabling |= 1 << bit;
+            }
+        }
+    }
+
     /// The cached edges of archetype `id`, mutably. Leaves the shape alone: edges are not
     /// table state, and no run plan reads them.
     #[inline]

@@ -69,6 +69,10 @@ pub struct Access {
     without: ComponentSet,
     /// One entry per `Or` filter: every matched entity matches one of its branches.
     one_of: Vec<Vec<Branch>>,
+    /// Every component a term names: the four sets above, the components of `Or` branches,
+    /// and those named without being read or constrained (`Has<T>`, `Allow<T>`). A query
+    /// that names a [disabling component](crate::Disabled) sees the entities that have it.
+    named: ComponentSet,
 }
 
 /// What every entity matched through one branch of an `Or` has and lacks.
@@ -106,11 +110,31 @@ impl Access {
         &self.without
     }
 
+    /// True when some term of the access names `id` (reads, writes, requires or excludes
+    /// it, in an `Or` branch too, or names it through [`Has`](crate::Has) or
+    /// [`Allow`](crate::Allow)). A query whose access names a
+    /// [disabling component](crate::Disabled) matches the entities that have it.
+    pub fn names(&self, id: ComponentId) -> bool {
+        self.named.contains(id)
+    }
+
+    /// Records that a term names `id` without reading it or constraining the match
+    /// ([`Has<T>`](crate::Has), [`Allow<T>`](crate::Allow)).
+    pub fn add_named(&mut self, id: ComponentId) {
+        self.named.insert(id);
+    }
+
+    /// Adds the components `other` names (for a term that wraps `other`'s, like `Option`).
+    pub(crate) fn merge_named(&mut self, other: &Access) {
+        self.named.union_with(&other.named);
+    }
+
     /// Records a read. Returns `Err(id)` when the same access already writes `id`.
     pub fn add_read(&mut self, id: ComponentId) -> Result<(), ComponentId> {
         if self.writes.contains(id) {
             return Err(id);
         }
+        self.named.insert(id);
         self.reads.insert(id);
         Ok(())
     }
@@ -120,16 +144,19 @@ impl Access {
         if self.reads.contains(id) || !self.writes.insert(id) {
             return Err(id);
         }
+        self.named.insert(id);
         Ok(())
     }
 
     /// Records that every matched entity has `id`.
     pub fn add_with(&mut self, id: ComponentId) {
+        self.named.insert(id);
         self.with.insert(id);
     }
 
     /// Records that no matched entity has `id`.
     pub fn add_without(&mut self, id: ComponentId) {
+        self.named.insert(id);
         self.without.insert(id);
     }
 
@@ -137,6 +164,9 @@ impl Access {
     /// access per member): only their `with` and `without` count (the branches' own `Or`s
     /// are left out, which can only make disjointness harder to prove, never wrong).
     pub fn add_one_of(&mut self, branches: &[Access]) {
+        for branch in branches {
+            self.named.union_with(&branch.named);
+        }
         self.one_of.push(
             branches
                 .iter()
@@ -228,6 +258,7 @@ impl Access {
     /// data first, then filters): a write added after a filter's read is refused, which is
     /// safe but needlessly strict.
     pub fn add_filter_read(&mut self, id: ComponentId) {
+        self.named.insert(id);
         if !self.writes.contains(id) {
             self.reads.insert(id);
         }
@@ -256,6 +287,7 @@ impl Access {
     pub fn extend(&mut self, other: &Access) {
         self.reads.union_with(&other.reads);
         self.writes.union_with(&other.writes);
+        self.named.union_with(&other.named);
     }
 }
 

@@ -573,6 +573,7 @@ unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
     fn update_access(state: &Q::State, access: &mut Access) -> Result<(), ComponentId> {
         let mut inner = Access::default();
         Q::update_access(state, &mut inner)?;
+        access.merge_named(&inner);
         access.merge_data(&inner)
     }
 
@@ -675,7 +676,9 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
         world.component_id_or_register::<T>()
     }
 
-    fn update_access(_: &ComponentId, _: &mut Access) -> Result<(), ComponentId> {
+    fn update_access(id: &ComponentId, access: &mut Access) -> Result<(), ComponentId> {
+        // Named, not read: `Has<Disabled>` sees disabled entities, and conflicts with nothing.
+        access.add_named(*id);
         Ok(())
     }
 

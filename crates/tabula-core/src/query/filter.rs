@@ -1,5 +1,5 @@
-//! Query filters: `With<T>`, `Without<T>`, `Added<T>`, `Changed<T>`, `Or<(..)>`, and tuples,
-//! which mean AND.
+//! Query filters: `With<T>`, `Without<T>`, `Added<T>`, `Changed<T>`, `Or<(..)>`, `Allow<T>`,
+//! and tuples, which mean AND.
 //!
 //! `With` / `Without` are decided once per archetype ("archetypal"); `Added` / `Changed` read
 //! one tick per row. A filter made only of archetypal parts never costs anything per entity.
@@ -48,6 +48,24 @@ pub struct Changed<T>(PhantomData<fn() -> T>);
 /// Matches entities that pass any of the filters in the tuple `T`.
 pub struct Or<T>(PhantomData<fn() -> T>);
 
+/// Lets the query see entities that have `T` where `T` is a
+/// [disabling component](crate::Disabled), which queries skip unless they name it. It
+/// filters nothing out: entities with and without `T` both match.
+///
+/// ```
+/// use tabula::prelude::*;
+///
+/// struct Health(u32);
+///
+/// let mut world = World::new();
+/// world.spawn((Health(1),));
+/// world.spawn((Health(2), Disabled));
+/// assert_eq!(world.query::<&Health>().iter(&world).count(), 1, "disabled skipped");
+/// let mut all = world.query_filtered::<&Health, Allow<Disabled>>();
+/// assert_eq!(all.iter(&world).count(), 2, "both, when allowed");
+/// ```
+pub struct Allow<T>(PhantomData<fn() -> T>);
+
 macro_rules! archetypal_filter {
     ($name:ident, $matches:expr, $record:ident) => {
         // SAFETY: reads nothing; records the archetype-level constraint only.
@@ -67,6 +85,7 @@ macro_rules! archetypal_filter {
             }
 
             #[inline]
+            #[allow(clippy::redundant_closure_call)]
             fn match_archetype(id: &ComponentId, archetype: &Archetype) -> Option<()> {
                 let has = archetype.column_of(*id).is_some();
                 ($matches)(has).then_some(())
@@ -95,6 +114,7 @@ macro_rules! archetypal_filter {
 
 archetypal_filter!(With, |has| has, add_with);
 archetypal_filter!(Without, |has: bool| !has, add_without);
+archetypal_filter!(Allow, |_| true, add_named);
 
 /// The fetch of a tick filter: one tick column and the run's ticks; `all` when the column's
 /// changed floor already passes every row.

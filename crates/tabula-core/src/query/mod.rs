@@ -16,6 +16,9 @@
 //! tables keep their shape (`plan.rs`). Filters made only of `With` /
 //! `Without` are decided per archetype and cost nothing per row; `Added` / `Changed` read one
 //! tick per row.
+//! Entities with a [`Disabled`](crate::Disabled) component are left out by that same
+//! matching unless the query names the component ([`Allow`], `With<Disabled>`, ...), so the
+//! default filter costs nothing per row either (see [`crate::disabled`]).
 //!
 //! ## Borrowing
 //!
@@ -43,7 +46,7 @@ pub use fetch::{Has, QueryData, ReadOnlyQueryData, WorldQuery};
 pub use fetch::{PreparedColumn, PreparedEntities, ReadFetch, WriteFetch};
 #[doc(hidden)]
 pub use filter::TickFetch;
-pub use filter::{Added, ArchetypeFilter, Changed, Or, QueryFilter, With, Without};
+pub use filter::{Added, Allow, ArchetypeFilter, Changed, Or, QueryFilter, With, Without};
 pub use iter::QueryIter;
 pub use par::BatchSize;
 #[doc(hidden)]

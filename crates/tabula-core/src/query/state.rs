@@ -37,6 +37,9 @@ const NOT_MATCHED: u32 = u32::MAX;
 /// Each iteration is a *run*: `Added<T>` / `Changed<T>` pass the rows changed since this
 /// state's previous run.
 ///
+/// Entities with a [`Disabled`](crate::Disabled) component (or another disabling component)
+/// are skipped unless the query names it, e.g. with [`Allow<Disabled>`](crate::Allow).
+///
 /// ```
 /// use tabula::{With, Without, World};
 ///
@@ -63,6 +66,9 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     /// Archetype index -> index into `matched`, or `NOT_MATCHED`.
     matched_index: Vec<u32>,
     archetypes_seen: usize,
+    /// The disabling components this query skips (bits of each archetype's `disabling`
+    /// mask): those its access does not name (see [`crate::disabled`]).
+    skip: u64,
     last_run: LastRun,
     access: Access,
     pub(crate) par_batch_size: BatchSize,
@@ -126,6 +132,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 query: type_name::<(D, F)>(),
                 component: world.components().info(id).name(),
             })?;
+        let skip = world.default_query_skip(&access);
         let mut state = Self {
             world: world.id(),
             data_state,
@@ -133,6 +140,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             matched: Vec::new(),
             matched_index: Vec::new(),
             archetypes_seen: 0,
+            skip,
             last_run: LastRun::NEVER,
             access,
             par_batch_size: BatchSize::Automatic,
@@ -170,6 +178,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         let archetypes = world.archetype_list();
         for archetype in &archetypes[self.archetypes_seen..] {
             self.matched_index.push(NOT_MATCHED);
+            // Disabled entities: skipped unless the query names their disabling component.
+            if archetype.disabling & self.skip != 0 {
+                continue;
+            }
             let Some(data) = D::match_archetype(&self.data_state, archetype) else {
                 continue;
             };
