@@ -466,7 +466,12 @@ pub unsafe trait ViewData {
     fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)>;
 
     /// The archetype's columns; `ticks` (for a view that writes) gives the columns' floors.
-    fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns;
+    ///
+    /// # Safety
+    /// With `Some(ticks)`, the caller has exclusive access to the archetype's columns (a view
+    /// made from `&mut World`): each column's changed floor is read, and nothing may write it
+    /// meanwhile.
+    unsafe fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns;
 
     /// The items at `row`.
     ///
@@ -503,7 +508,10 @@ pub unsafe trait ViewData {
 pub unsafe trait ReadOnlyViewData: ViewData {}
 
 /// The column of `T` in `archetype`, as raw pointers.
-fn view_column<T: Component>(
+///
+/// # Safety
+/// As for [`ViewData::columns`].
+unsafe fn view_column<T: Component>(
     archetype: &crate::archetype::Archetype,
     ticks: Option<RunTicks>,
 ) -> Option<ViewColumn<T>> {
@@ -514,8 +522,8 @@ fn view_column<T: Component>(
         values: column.data_ptr().cast::<T>(),
         ticks: column.ticks_base(),
         floor: match ticks {
-            // SAFETY: a view that writes is made from `&mut World`: nothing else reads or
-            // writes the column meanwhile.
+            // SAFETY: with `Some(ticks)` the caller has exclusive access to the column (the
+            // contract): nothing writes its floor meanwhile.
             Some(ticks) => unsafe { column.changed_floor(ticks.this_run) },
             None => Tick::default(),
         },
@@ -540,8 +548,9 @@ macro_rules! view_data {
                 )),*]
             }
 
-            fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns {
-                ($(view_column::<$term::Component>(archetype, ticks),)*)
+            unsafe fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns {
+                // SAFETY: the caller's contract, column by column.
+                ($(unsafe { view_column::<$term::Component>(archetype, ticks) },)*)
             }
 
             #[inline]
@@ -616,7 +625,8 @@ impl World {
     /// Never for `&T` terms alone (a component named twice is read twice).
     pub fn multi_view<D: ReadOnlyViewData>(&self) -> MultiView<'_, D> {
         let columns = (self.archetypes.archetypes.all().iter())
-            .map(|archetype| D::columns(archetype, None))
+            // SAFETY: no ticks, so no floor is read.
+            .map(|archetype| unsafe { D::columns(archetype, None) })
             .collect();
         MultiView {
             locations: self.entities.locations(),
@@ -640,7 +650,8 @@ impl World {
             this_run: tick_now(&mut self.change_tick),
         };
         let columns = (self.archetypes.archetypes.all().iter())
-            .map(|archetype| D::columns(archetype, Some(ticks)))
+            // SAFETY: `&mut self`: nothing else reads or writes the columns.
+            .map(|archetype| unsafe { D::columns(archetype, Some(ticks)) })
             .collect();
         MultiViewMut {
             locations: self.entities.locations(),
