@@ -246,3 +246,58 @@ fn the_screens_go_title_playing_game_over_and_round_again() {
     );
     assert_eq!(shown(3), (TITLE_SECONDS * 60.0).round() as u32 + 1, "{screens:?}");
 }
+
+#[test]
+fn the_ship_is_one_entity_that_goes_playing_destroyed_respawning_and_back() {
+    use tabula::prelude::*;
+    use tabula_examples::asteroids::components::{Gun, Spaceship};
+
+    // A crowded field: ships are lost early.
+    let mut game = Game::with_asteroids(1, ExecutorKind::SingleThreaded, 40);
+    let mut ship: Option<Entity> = None;
+    let mut states: Vec<String> = Vec::new();
+    for _ in 0..60 * 60 {
+        game.step();
+        if game.state().games > 1 {
+            break; // the next game has a ship of its own
+        }
+        if game.screen() != Screen::Playing {
+            continue;
+        }
+        let mut q = game
+            .world
+            .query_filtered::<(Entity, &EntityStateMachine, Option<&Gun>), With<Spaceship>>();
+        let ships: Vec<_> = q.iter(&game.world).collect();
+        assert!(ships.len() <= 1, "one ship at most: {}", ships.len());
+        let Some(&(entity, machine, gun)) = ships.first() else {
+            continue;
+        };
+        assert_eq!(
+            *ship.get_or_insert(entity),
+            entity,
+            "the same entity all game long"
+        );
+        let current = machine.current().expect("in a state").to_owned();
+        assert_eq!(
+            gun.is_some(),
+            current == "playing",
+            "{current}: a gun only while playing"
+        );
+        if states.last() != Some(&current) {
+            states.push(current);
+        }
+    }
+    assert!(
+        states.len() >= 4,
+        "a crash and a comeback in a minute among 40 asteroids: {states:?}"
+    );
+    for pair in states.windows(2) {
+        let expected = match pair[0].as_str() {
+            "playing" => "destroyed",
+            "destroyed" => "respawning",
+            _ => "playing",
+        };
+        assert_eq!(pair[1], expected, "{states:?}");
+    }
+    assert_eq!(states[0], "playing");
+}

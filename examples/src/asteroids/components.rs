@@ -1,7 +1,9 @@
 //! The components and resources of Asteroids, after Richard Lord's Ash teaching game.
 //!
-//! An entity's *state* is the set of components it has: a live ship has `MotionControls`,
-//! `Gun`, `GunControls` and `Collision`; a destroyed one loses them and gains `DeathThroes`.
+//! An entity's *state* is the set of components it has: a playing ship has `MotionControls`,
+//! `Gun`, `GunControls` and `Collision`; a destroyed one loses them and gains `DeathThroes`
+//! (the ship's [`EntityStateMachine`](tabula::EntityStateMachine), built by
+//! [`ship_states`](super::systems::ship_states), swaps them).
 
 use tabula::schedule::{States, SystemSet};
 
@@ -52,7 +54,7 @@ pub struct Gun {
 }
 
 /// Lets the pilot pull the gun's trigger.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GunControls;
 
 /// A collision circle.

@@ -15,9 +15,12 @@
 //!   only while [`Screen::Playing`]; things keep drifting on the other screens.
 //! * `Last`: the headless renderer and the audio queue.
 //!
-//! A ship or asteroid changes state by swapping components (a destroyed ship loses its
-//! controls, gun and collision circle and gains `DeathThroes`), as in the original. A lost
-//! ship comes back at a safe spot, or at the safest one after a few seconds.
+//! A ship or asteroid changes state by swapping components, as in the original. The ship
+//! does it through an [`EntityStateMachine`] ([`systems::ship_states`]): one entity all game
+//! long, *playing* (controls, gun, collision circle), *destroyed* (death throes: a wreck
+//! drifting for 5 s) and *respawning* (off the field until the game manager finds it a safe
+//! spot, or the safest one after a few seconds). A hit asteroid swaps its components by hand
+//! and is removed when its death throes end.
 //!
 //! The classic game is small: a handful of asteroids. To give the parallel systems rows to
 //! share, a game can carry a *swarm* of dust motes ([`Settings::swarm`]) that drift and
@@ -213,15 +216,20 @@ impl Game {
         dot.expect("the schedule builds")
     }
 
-    /// Counts of live ships, asteroids and bullets.
+    /// Counts of ships on the field (playing or a wreck; not one waiting to respawn),
+    /// asteroids and bullets.
     pub fn census(&mut self) -> (usize, usize, usize) {
-        let mut q = self
-            .world
-            .query::<(Has<Spaceship>, Has<Asteroid>, Has<components::Bullet>)>();
+        let mut q = self.world.query::<(
+            Has<Spaceship>,
+            Option<&EntityStateMachine>,
+            Has<Asteroid>,
+            Has<components::Bullet>,
+        )>();
         q.iter(&self.world)
-            .fold((0, 0, 0), |(s, a, b), (is_s, is_a, is_b)| {
+            .fold((0, 0, 0), |(s, a, b), (is_s, states, is_a, is_b)| {
+                let on_field = !states.is_some_and(|m| m.is_in(systems::RESPAWNING));
                 (
-                    s + usize::from(is_s),
+                    s + usize::from(is_s && on_field),
                     a + usize::from(is_a),
                     b + usize::from(is_b),
                 )

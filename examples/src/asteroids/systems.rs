@@ -50,40 +50,67 @@ fn spawn_asteroid(commands: &mut Commands, rng: &mut Rng, radius: f32, x: f32, y
     ));
 }
 
-fn spawn_ship(commands: &mut Commands, at: Position) {
-    commands.spawn((
-        Spaceship,
-        at,
-        Motion {
-            velocity: (0.0, 0.0),
-            angular_velocity: 0.0,
-            damping: 0.15,
-        },
-        MotionControls {
-            acceleration_rate: 100.0,
-            rotation_rate: 3.0,
-        },
-        Gun {
-            shooting: false,
-            offset: (8.0, 0.0),
-            time_since_last_shot: 0.0,
-            minimum_shot_interval: 0.3,
-            bullet_lifetime: 2.0,
-        },
-        GunControls,
-        Collision { radius: SHIP_RADIUS },
-        Display { name: "ship" },
-        Audio::default(),
-    ));
+/// The ship's state playing.
+pub const PLAYING: &str = "playing";
+/// The ship's state destroyed: a wreck playing out its death throes.
+pub const DESTROYED: &str = "destroyed";
+/// The ship's state respawning: off the field, waiting for a safe spot to come back at.
+pub const RESPAWNING: &str = "respawning";
+
+/// The ship's states, as in Ash's Asteroids: *playing* (controls, a gun, a collision circle,
+/// drawn as a ship), *destroyed* (death throes, drawn as a wreck), and *respawning* (nothing:
+/// not drawn, touching nothing, until the game manager brings it back). Each state gives
+/// its components by value, so each entry gets fresh ones (a new gun, a full countdown);
+/// the gun controls are the type's default in the one state that has them.
+pub fn ship_states() -> EntityStateMachine {
+    EntityStateMachine::new()
+        .state(PLAYING, |s| {
+            s.with(MotionControls {
+                acceleration_rate: 100.0,
+                rotation_rate: 3.0,
+            })
+            .with(Gun {
+                shooting: false,
+                offset: (8.0, 0.0),
+                time_since_last_shot: 0.0,
+                minimum_shot_interval: 0.3,
+                bullet_lifetime: 2.0,
+            })
+            .with_default::<GunControls>()
+            .with(Collision { radius: SHIP_RADIUS })
+            .with(Display { name: "ship" })
+        })
+        .state(DESTROYED, |s| {
+            s.with(DeathThroes { countdown: 5.0 })
+                .with(Display { name: "ship death" })
+        })
+        .state(RESPAWNING, |s| s)
 }
 
-/// How far from every asteroid's edge a spot must be for a new ship to appear there.
+/// At rest: how a ship (re)appears.
+fn ship_motion() -> Motion {
+    Motion {
+        velocity: (0.0, 0.0),
+        angular_velocity: 0.0,
+        damping: 0.15,
+    }
+}
+
+/// The game's one ship, playing at `at`: it keeps its entity all game long and changes
+/// state.
+fn spawn_ship(commands: &mut Commands, at: Position) {
+    commands
+        .spawn((Spaceship, at, ship_motion(), Audio::default(), ship_states()))
+        .change_state(PLAYING);
+}
+
+/// How far from every asteroid's edge a spot must be for the ship to (re)appear there.
 const SAFE_CLEARANCE: f32 = 50.0;
 /// Seconds a life waits for a safe spot; after that the ship appears at the safest spot
 /// there is, safe or not (a crowded field must not stop the game).
 const RESPAWN_TIMEOUT: f32 = 3.0;
 
-/// The spot where a new ship would be safest, and how far it is from the nearest
+/// The spot where the ship would be safest to (re)appear, and how far it is from the nearest
 /// asteroid's edge: the centre when it is clear, as in the classic game, else the clearest
 /// point of a 12 × 9 grid over the field (the first of equals, so the choice is the same on
 /// every run).
@@ -120,10 +147,10 @@ fn safest_spot(asteroids: &Query<(&Position, Option<&Collision>), With<Asteroid>
     )
 }
 
-/// Brings a ship back when there is none and lives remain — at a safe spot (the centre
-/// when it is clear), or after `RESPAWN_TIMEOUT` at the safest spot there is — ends the
-/// game when none remain, and starts the next level when every asteroid and bullet is
-/// gone. Runs while a game is on.
+/// Brings the ship back when it is respawning (or makes it, at the start of a game) and lives
+/// remain — at a safe spot (the centre when it is clear), or after `RESPAWN_TIMEOUT` at the
+/// safest spot there is — ends the game when none remain, and starts the next level when
+/// every asteroid and bullet is gone. Runs while a game is on.
 #[allow(clippy::too_many_arguments)]
 pub fn game_manager(
     mut commands: Commands,
@@ -132,11 +159,14 @@ pub fn game_manager(
     mut state: ResMut<GameState>,
     mut screen: ResMut<NextState<Screen>>,
     mut rng: ResMut<Rng>,
-    ships: Query<&Position, With<Spaceship>>,
+    ships: Query<(Entity, &Position, &EntityStateMachine), With<Spaceship>>,
     asteroids: Query<(&Position, Option<&Collision>), With<Asteroid>>,
     bullets: Query<(), With<Bullet>>,
 ) {
-    let mut ship = ships.iter().next().copied();
+    let found = ships.iter().next();
+    let mut ship = found
+        .filter(|(_, _, states)| !states.is_in(RESPAWNING))
+        .map(|(_, position, _)| *position);
     if ship.is_none() {
         if state.lives == 0 {
             screen.set(Screen::GameOver);
@@ -144,7 +174,15 @@ pub fn game_manager(
         }
         let (spot, clearance) = safest_spot(&asteroids);
         if clearance > SAFE_CLEARANCE || state.respawn_wait >= RESPAWN_TIMEOUT {
-            spawn_ship(&mut commands, spot);
+            match found {
+                Some((entity, _, _)) => {
+                    commands
+                        .entity(entity)
+                        .insert((spot, ship_motion()))
+                        .change_state(PLAYING);
+                }
+                None => spawn_ship(&mut commands, spot),
+            }
             ship = Some(spot);
             state.respawn_wait = 0.0;
         } else {
@@ -299,12 +337,21 @@ pub fn bullet_age(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity,
     });
 }
 
-/// Counts down destroyed things and removes them when done.
-pub fn death_throes(mut commands: Commands, time: Res<Time>, mut q: Query<(Entity, &mut DeathThroes)>) {
-    q.for_each(|(entity, mut throes)| {
+/// Counts down destroyed things; when done, removes them, or sends one with a state
+/// machine (the ship) to its respawning state.
+pub fn death_throes(
+    mut commands: Commands,
+    time: Res<Time>,
+    mut q: Query<(Entity, &mut DeathThroes, Has<EntityStateMachine>)>,
+) {
+    q.for_each(|(entity, mut throes, has_states)| {
         throes.countdown -= time.delta_secs();
         if throes.countdown <= 0.0 {
-            commands.despawn(entity);
+            if has_states {
+                commands.entity(entity).change_state(RESPAWNING);
+            } else {
+                commands.despawn(entity);
+            }
         }
     });
 }
@@ -325,7 +372,8 @@ pub fn movement(time: Res<Time>, mut q: Query<(&mut Position, &mut Motion)>) {
 }
 
 /// Bullets break asteroids (into two smaller ones while big enough); asteroids destroy the
-/// ship. Destroyed things change state by swapping components.
+/// ship. A hit asteroid swaps its components by hand; the ship moves its state machine to
+/// [`DESTROYED`].
 pub fn collisions(
     mut commands: Commands,
     mut state: ResMut<GameState>,
@@ -369,10 +417,7 @@ pub fn collisions(
             !destroyed.contains(&a) && distance(ship_position, p) < ship_collision.radius + c.radius
         });
         if crashed {
-            commands
-                .entity(ship)
-                .remove::<(MotionControls, Gun, GunControls, Collision)>()
-                .insert((DeathThroes { countdown: 5.0 }, Display { name: "ship death" }));
+            commands.entity(ship).change_state(DESTROYED);
             state.lives = state.lives.saturating_sub(1);
             explosions.send(Explosion::Ship);
         }

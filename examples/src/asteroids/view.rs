@@ -6,10 +6,13 @@
 //!
 //! ```
 //! use tabula::schedule::ExecutorKind;
-//! use tabula_examples::asteroids::{Game, view::Canvas};
+//! use tabula_examples::asteroids::{Game, components::Screen, view::Canvas};
 //!
 //! let mut game = Game::new(1, ExecutorKind::SingleThreaded);
-//! game.step();
+//! while game.screen() != Screen::Playing {
+//!     game.step(); // the title screen: no ship yet
+//! }
+//! game.step(); // the game's first step brings the ship in
 //! let mut canvas = Canvas::new(48, 18);
 //! canvas.paint(&mut game.world);
 //! let text = canvas.to_text();
@@ -20,7 +23,7 @@
 use tabula::prelude::*;
 use tabula::{Entity, Has};
 
-use super::components::{Asteroid, Bullet, Collision, DeathThroes, Dust, Position, Spaceship};
+use super::components::{Asteroid, Bullet, Collision, DeathThroes, Display, Dust, Position, Spaceship};
 use super::{HEIGHT, WIDTH};
 
 /// What a cell shows, in drawing order: a later ink covers an earlier one.
@@ -115,9 +118,12 @@ impl Canvas {
             Has<Asteroid>,
             Has<Bullet>,
             Has<Spaceship>,
+            Has<Display>,
         )>();
-        for (_, position, collision, dust, dying, asteroid, bullet, ship) in things.iter(world) {
-            let ink = if ship && !dying {
+        for (_, position, collision, dust, dying, asteroid, bullet, ship, shown) in things.iter(world) {
+            let ink = if ship && !shown {
+                continue; // waiting to respawn: off the field
+            } else if ship && !dying {
                 Ink::Ship
             } else if bullet {
                 Ink::Bullet
