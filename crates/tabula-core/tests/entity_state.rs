@@ -462,7 +462,7 @@ fn team_system(team: u32) -> impl FnMut(Local<u32>, Commands, Query<(Entity, &Te
     move |mut runs: Local<u32>, mut commands: Commands, ships: Query<(Entity, &Team, &EntityStateMachine)>| {
         *runs += 1;
         for (e, t, machine) in ships.iter() {
-            if t.0 != team || (*runs + e.index()) % (2 + e.index() % 3) != 0 {
+            if t.0 != team || !(*runs + e.index()).is_multiple_of(2 + e.index() % 3) {
                 continue;
             }
             let next = match machine.current() {
