@@ -53,7 +53,11 @@ fn every_query_state_form_skips_disabled_entities() {
     assert_eq!(rows, 1);
     // Read-only forms of a mutable query: the same matches.
     assert_eq!(sorted(m.iter(&world).map(|p| p.0).collect()), [1]);
+}
 
+#[test]
+fn par_for_each_skips_disabled_entities() {
+    let (mut world, _) = world_with_disabled();
     for batch in [BatchSize::Automatic, BatchSize::Fixed(1)] {
         let total = Arc::new(Mutex::new(Vec::new()));
         let mut par = world.query::<&mut Pos>();
