@@ -26,7 +26,10 @@
 //!    [`World::trigger_targets`]).
 //!
 //! Components the machine does not mention (a `Position`, the machine itself) are never
-//! touched. Changing to the state the entity is already in does nothing at all.
+//! touched. Changing to the state the entity is already in does nothing at all. A change of
+//! the same entity asked for while one is under way (by a hook of a swapped component or an
+//! observer of the event) waits for it: it is made after the first change and its event, so
+//! observers see the changes one at a time, in order.
 //!
 //! # The sharing rule: same provider ⇒ untouched
 //!
@@ -92,7 +95,9 @@
 //! ```
 
 use std::any::{TypeId, type_name};
+use std::collections::VecDeque;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 
 use crate::command::{CommandError, EntityCommands, Fallible};
@@ -294,10 +299,27 @@ impl Definition {
 /// assert!(world.has::<Asleep>(cat) && !world.has::<Awake>(cat));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct EntityStateMachine {
     definition: Arc<Definition>,
     current: Option<usize>,
+    /// A change is under way (see [`World::change_state`]): further requests wait in
+    /// `pending`.
+    changing: bool,
+    /// States requested while a change was under way, in order.
+    pending: VecDeque<usize>,
+}
+
+/// A clone has the same states and current state, and no change under way.
+impl Clone for EntityStateMachine {
+    fn clone(&self) -> Self {
+        Self {
+            definition: Arc::clone(&self.definition),
+            current: self.current,
+            changing: false,
+            pending: VecDeque::new(),
+        }
+    }
 }
 
 impl EntityStateMachine {
@@ -461,22 +483,61 @@ impl World {
     /// it has no machine, [`EntityStateError::UnknownState`] when the machine has no such
     /// state; the world is unchanged in those cases. A hook or observer that despawns the
     /// entity during the change ends it early with [`EntityStateError::Entity`].
+    ///
+    /// # Changes asked for during a change
+    /// A hook of a swapped component, or an observer of [`EntityStateChanged`], may ask for
+    /// another change of the same entity (directly or through a command, which hooks and
+    /// observers apply before the call returns). It is not made in the middle of this one:
+    /// it is checked (an unknown state is refused at once), queued, and made after this
+    /// change and its event, each queued change in turn, before this call returns.
     pub fn change_state(&mut self, entity: Entity, state: &str) -> Result<(), EntityStateError> {
         let machine = match self.get::<EntityStateMachine>(entity) {
             Ok(machine) => machine,
             Err(EntityError::MissingComponent { .. }) => return Err(EntityStateError::NoMachine(entity)),
             Err(error) => return Err(EntityStateError::Entity(error)),
         };
-        let definition = Arc::clone(&machine.definition);
-        let from = machine.current;
-        let Some(to) = definition.index(state) else {
+        let Some(to) = machine.definition.index(state) else {
             return Err(EntityStateError::UnknownState {
                 entity,
                 state: state.to_owned(),
-                known: definition.states.iter().map(|(n, _)| Arc::clone(n)).collect(),
+                known: machine.states().map(Arc::from).collect(),
             });
         };
-        if from == Some(to) {
+        let mut machine = self
+            .get_mut::<EntityStateMachine>(entity)
+            .map_err(EntityStateError::Entity)?;
+        if machine.changing {
+            // Asked by a hook or observer of the change under way: made after it, in order.
+            machine.pending.push_back(to);
+            return Ok(());
+        }
+        machine.changing = true;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let mut next = Some(to);
+            while let Some(to) = next {
+                self.change_state_once(entity, to)?;
+                next = self
+                    .get_mut::<EntityStateMachine>(entity)
+                    .ok()
+                    .and_then(|mut machine| machine.pending.pop_front());
+            }
+            Ok(())
+        }));
+        if let Ok(mut machine) = self.get_mut::<EntityStateMachine>(entity) {
+            machine.changing = false;
+            machine.pending.clear();
+        }
+        result.unwrap_or_else(|payload| resume_unwind(payload))
+    }
+
+    /// One change of `entity`'s machine to its state `to` (an index into its definition).
+    fn change_state_once(&mut self, entity: Entity, to: usize) -> Result<(), EntityStateError> {
+        let machine = self
+            .get::<EntityStateMachine>(entity)
+            .map_err(EntityStateError::Entity)?;
+        let definition = Arc::clone(&machine.definition);
+        let from = machine.current;
+        if from == Some(to) || to >= definition.states.len() {
             return Ok(());
         }
         self.get_mut::<EntityStateMachine>(entity)

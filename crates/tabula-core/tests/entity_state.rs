@@ -1,8 +1,9 @@
 //! Entity state machines: a change removes what the new state lacks, inserts what it adds,
 //! leaves what both share through the same provider untouched (same value, no change mark,
-//! no hook); hooks and the `EntityStateChanged` observer event fire; bad input is a clear
-//! error; random transitions against a naive model; changes recorded by parallel systems
-//! give the same world with 1 and 4 threads.
+//! no hook); hooks and the `EntityStateChanged` observer event fire; a change asked for
+//! during a change waits for it; bad input is a clear error; random transitions against a
+//! naive model; changes recorded by parallel systems give the same world with 1 and 4
+//! threads.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -298,6 +299,92 @@ fn bad_input_is_a_clear_error_and_changes_nothing() {
         world.get::<EntityStateMachine>(ship).unwrap().current(),
         Some("playing")
     );
+}
+
+#[derive(Default)]
+struct Changes(Vec<String>);
+
+fn note_change(trigger: Trigger<EntityStateChanged>, mut changes: ResMut<Changes>) {
+    let change = trigger.event();
+    changes.0.push(format!(
+        "{} -> {}",
+        change.from.as_deref().unwrap_or("-"),
+        change.to
+    ));
+}
+
+/// A wreck schedules its own respawn the moment it appears: from a hook, through a command.
+fn respawn_when_wrecked(world: &mut HookWorld<'_>, ctx: HookContext) {
+    world.commands().entity(ctx.entity).change_state("respawning");
+}
+
+#[test]
+fn a_change_asked_for_during_a_change_is_made_after_it_in_order() {
+    let hull = Arc::new(Sprite("hull"));
+    let mut world = World::new();
+    world.init_resource::<Changes>();
+    world.observe(note_change);
+    world.register_component::<Wreck>().on_add(respawn_when_wrecked);
+    let ship = world.spawn((ship_machine(&hull),));
+    world.change_state(ship, "playing").unwrap();
+    world.change_state(ship, "destroyed").unwrap();
+    // The wreck's hook asked for "respawning" in the middle of the change to "destroyed":
+    // that change finished first (its event too), then the queued one ran.
+    assert_eq!(
+        world.resource::<Changes>().unwrap().0,
+        ["- -> playing", "playing -> destroyed", "destroyed -> respawning"]
+    );
+    assert_eq!(
+        world.get::<EntityStateMachine>(ship).unwrap().current(),
+        Some("respawning")
+    );
+    assert!(!world.has::<Wreck>(ship));
+    assert_eq!(world.get::<Sprite>(ship), Ok(&Sprite("blinking")));
+    assert_eq!(world.get::<Controls>(ship), Ok(&Controls(0)));
+    // And the machine is free for the next change.
+    world.change_state(ship, "playing").unwrap();
+    assert!(world.has::<Gun>(ship));
+}
+
+#[test]
+fn an_observer_that_changes_state_again_is_served_after_every_observer_saw_the_first() {
+    fn bounce(trigger: Trigger<EntityStateChanged>, mut commands: Commands) {
+        if &*trigger.event().to == "destroyed" {
+            commands.entity(trigger.target()).change_state("respawning");
+        }
+    }
+    let hull = Arc::new(Sprite("hull"));
+    let mut world = World::new();
+    world.init_resource::<Changes>();
+    world.observe(bounce);
+    world.observe(note_change);
+    let ship = world.spawn((ship_machine(&hull),));
+    world.change_state(ship, "playing").unwrap();
+    world.change_state(ship, "destroyed").unwrap();
+    assert_eq!(
+        world.resource::<Changes>().unwrap().0,
+        ["- -> playing", "playing -> destroyed", "destroyed -> respawning"]
+    );
+    assert!(world.get::<EntityStateMachine>(ship).unwrap().is_in("respawning"));
+}
+
+#[test]
+fn a_panicking_hook_leaves_the_machine_usable() {
+    let hull = Arc::new(Sprite("hull"));
+    let mut world = World::new();
+    world
+        .register_component::<Wreck>()
+        .on_add(|_: &mut HookWorld<'_>, _: HookContext| panic!("the wreck refuses"));
+    let ship = world.spawn((ship_machine(&hull),));
+    world.change_state(ship, "playing").unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = world.change_state(ship, "destroyed");
+    }));
+    assert!(panicked.is_err());
+    // The next change is made, not queued behind the one that panicked.
+    world.change_state(ship, "respawning").unwrap();
+    assert!(world.get::<EntityStateMachine>(ship).unwrap().is_in("respawning"));
+    assert_eq!(world.get::<Sprite>(ship), Ok(&Sprite("blinking")));
 }
 
 // ---------------------------------------------------------------------------------------
