@@ -7,6 +7,7 @@
 
 mod edges;
 mod list;
+mod shrink;
 
 use std::any::TypeId;
 use std::hash::{Hash, Hasher};

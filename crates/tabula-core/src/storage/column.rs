@@ -326,6 +326,15 @@ impl Column {
         }
     }
 
+    /// Points the column at no memory (dangling, aligned arrays), as a new column, for a
+    /// table that freed its block: the table's capacity is zero afterwards, so no row is
+    /// read or written through these pointers before the next `relocate`. Clears the floor.
+    pub(crate) fn detach(&mut self) {
+        self.data = dangling(self.item.align());
+        self.ticks = NonNull::dangling();
+        self.clear_floor();
+    }
+
     /// Pointer to the value slot of `row`.
     ///
     /// # Safety

@@ -270,6 +270,29 @@ impl Table {
         }
     }
 
+    /// Frees the memory of an empty table (its block and its row list) and returns how many
+    /// bytes that was; a table with rows, or with nothing allocated, is left alone (0). The
+    /// table stays usable: the next row grows it again from nothing.
+    pub(crate) fn shrink_empty(&mut self) -> usize {
+        if self.len() != 0 {
+            return 0;
+        }
+        let freed = self.block_layout.size() + self.entities.capacity() * size_of::<Entity>();
+        // SAFETY: the columns are pointed away from the block right below, before anything
+        // reads them; with no rows, nothing in it is live.
+        unsafe { self.free_block() };
+        for column in self.columns.iter_mut() {
+            column.detach();
+        }
+        self.block = NonNull::dangling();
+        self.block_layout = Layout::new::<()>();
+        self.capacity = 0;
+        self.entities = Vec::new();
+        // The value arrays are dangling now, as in a new table.
+        self.refresh_slots();
+        freed
+    }
+
     /// True when one more row fits without growing.
     #[inline]
     pub(crate) fn has_room(&self) -> bool {
