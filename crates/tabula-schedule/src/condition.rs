@@ -254,8 +254,19 @@ impl<A: System<In = (), Out = bool>, B: System<In = (), Out = bool>> System for 
             (Join::Not, _) | (_, None) => !first,
             (Join::And, Some(_)) if !first => false,
             (Join::Or, Some(_)) if first => true,
-            // SAFETY: as above.
-            (_, Some(second)) => unsafe { second.run_unsafe(world) },
+            (_, Some(second)) => {
+                if self.first.access().is_exclusive() {
+                    // An exclusive first part (possible in a one-shot system; schedules and
+                    // observers refuse exclusive conditions) may have made archetypes since
+                    // this condition was updated; the second part's query states must know
+                    // them before it is fetched, as in a pipe.
+                    // SAFETY: structure only; the first part's `&mut World` ended with its
+                    // run, and this condition is exclusive, so nothing else touches the world.
+                    second.update_archetypes(unsafe { world.world() });
+                }
+                // SAFETY: as above; the second part's archetypes are up to date.
+                unsafe { second.run_unsafe(world) }
+            }
         }
     }
 
