@@ -28,6 +28,13 @@
 //!   a registered state and puts the 64 systems in a set gated by `in_state` (one condition
 //!   per system, true). What labelled schedules, the frame and states add per system.
 //!
+//! - `sched_scale`: 1 / 64 / 1,000 / 6,000 trivial systems, each reading a `Tick` resource
+//!   into a `Local` counter (distinct systems: a slot, state and access of their own), all
+//!   independent, and `chained` with the first half of them in one `chain()`. `run_parallel`
+//!   / `run_single` time one `Schedule::run` with each executor; `plain_loop` calls the same
+//!   work as boxed closures over a plain `Vec`; `build` times the first `initialize` (systems
+//!   initialised, graph built). Throughput is the number of systems: ns per system.
+//!
 //! Run with `cargo bench -p tabula-benches --bench schedule`; results are summarised in
 //! `docs/benchmarks.md` (section "Scheduler").
 //!
@@ -40,9 +47,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use tabula::prelude::*;
+use tabula::schedule::SystemConfigs;
 use tabula_benches::game_frame::{self, RawGame, Setup, Tally};
 
 // `evict_caches` is for groups that stream more than the caches hold; none here does.
@@ -342,6 +350,101 @@ fn frame_overhead(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------
+// sched_scale
+
+/// What every `sched_scale` system reads.
+struct Tick(u64);
+
+/// `n` distinct trivial systems (each reads `Tick` into a counter of its own) as one config:
+/// the first `chained` of them in a chain, the rest independent.
+fn trivial_systems(n: usize, chained: usize) -> SystemConfigs {
+    let system = |i: u64| {
+        move |tick: Res<Tick>, mut count: Local<u64>| {
+            *count = count.wrapping_add(tick.0 ^ i);
+        }
+    };
+    let chain = (0..chained as u64).map(|i| system(i).into_configs()).collect();
+    let mut items = vec![SystemConfigs::Group {
+        items: chain,
+        chained: true,
+    }];
+    items.extend((chained as u64..n as u64).map(|i| system(i).into_configs()));
+    SystemConfigs::Group {
+        items,
+        chained: false,
+    }
+}
+
+/// A schedule of [`trivial_systems`] and a world for it, not built yet.
+fn trivial_schedule(n: usize, chained: usize, executor: ExecutorKind) -> (Schedule, World) {
+    let mut world = World::new();
+    world.insert_resource(Tick(1));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(trivial_systems(n, chained));
+    schedule.set_executor(executor);
+    assert_eq!(schedule.len(), n);
+    (schedule, world)
+}
+
+fn sched_scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sched_scale");
+    for n in [1, 64, 1_000, 6_000] {
+        group.throughput(Throughput::Elements(n as u64));
+
+        // The same work as direct calls: one boxed closure per system, each with its counter.
+        let tick = Tick(1);
+        let mut calls: Vec<Box<dyn FnMut(&Tick)>> = (0..n as u64)
+            .map(|i| {
+                let mut count = 0_u64;
+                Box::new(move |tick: &Tick| {
+                    count = count.wrapping_add(tick.0 ^ i);
+                    black_box(count);
+                }) as Box<dyn FnMut(&Tick)>
+            })
+            .collect();
+        group.bench_function(BenchmarkId::new("plain_loop", n), |b| {
+            b.iter(|| {
+                for call in black_box(&mut calls).iter_mut() {
+                    call(black_box(&tick));
+                }
+            })
+        });
+
+        let shapes: &[(&str, usize)] = if n > 1 {
+            &[("", 0), ("_chained", n / 2)]
+        } else {
+            &[("", 0)]
+        };
+        for &(shape, chained) in shapes {
+            for (name, executor) in [
+                ("run_parallel", ExecutorKind::Parallel),
+                ("run_single", ExecutorKind::SingleThreaded),
+            ] {
+                let (mut schedule, mut world) = trivial_schedule(n, chained, executor);
+                schedule.run(&mut world);
+                group.bench_function(BenchmarkId::new(format!("{name}{shape}"), n), |b| {
+                    b.iter(|| schedule.run(black_box(&mut world)))
+                });
+            }
+            // A build of 6,000 systems takes milliseconds: ten samples.
+            group.sample_size(10);
+            group.bench_function(BenchmarkId::new(format!("build{shape}"), n), |b| {
+                b.iter_batched(
+                    || trivial_schedule(n, chained, ExecutorKind::Parallel),
+                    |(mut schedule, mut world)| {
+                        schedule.initialize(&mut world).expect("the schedule builds");
+                        (schedule, world)
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+            group.sample_size(100);
+        }
+    }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
 // busy_systems
 
 struct Pos(f32);
@@ -580,6 +683,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, empty_systems, frame_overhead, busy_systems, game_frame
+    targets = schedule, empty_systems, frame_overhead, sched_scale, busy_systems, game_frame
 }
 criterion_main!(benches);
