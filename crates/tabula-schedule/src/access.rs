@@ -149,7 +149,7 @@ impl SystemAccess {
     }
 
     /// Every component access, parameters' and ordering ones alike.
-    fn data(&self) -> impl Iterator<Item = &Access> {
+    pub(crate) fn data(&self) -> impl Iterator<Item = &Access> {
         self.params.iter().chain(&self.ordering).map(|(_, access)| access)
     }
 }
