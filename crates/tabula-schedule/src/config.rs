@@ -28,6 +28,9 @@ pub(crate) struct Graph {
     pub(crate) conditions: Vec<ConditionFactory>,
     /// No sync point after this system (see `IntoSystemConfigs::without_auto_sync`).
     pub(crate) no_auto_sync: bool,
+    /// Systems and sets whose order against this one's members may stay the order they were
+    /// added in (see `IntoSystemConfigs::ambiguous_with`).
+    pub(crate) ambiguous_with: Vec<SetKey>,
 }
 
 /// One system with its configuration: what [`IntoSystemConfigs`] makes of a system, held by
@@ -127,6 +130,32 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     /// ```
     fn without_auto_sync(self) -> SystemConfigs {
         self.into_configs().with(|g| g.no_auto_sync = true)
+    }
+
+    /// States that the order of this system (or each member of a group) against the
+    /// systems of `set` does not matter: where they conflict and no constraint orders them,
+    /// the order they were added in is fine. Nothing changes in how the schedule runs (they
+    /// are still ordered as added, on every run); the pairs only leave
+    /// [`Schedule::insertion_ordered_pairs`](crate::Schedule::insertion_ordered_pairs), so
+    /// that [`Schedule::assert_no_insertion_ordered_pairs`](crate::Schedule::assert_no_insertion_ordered_pairs)
+    /// passes.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Log(Vec<&'static str>);
+    /// fn hit(mut log: ResMut<Log>) { log.0.push("hit"); }
+    /// fn miss(mut log: ResMut<Log>) { log.0.push("miss"); }
+    ///
+    /// let mut world = World::new();
+    /// world.insert_resource(Log(Vec::new()));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((hit, miss.ambiguous_with(hit)));
+    /// schedule.assert_no_insertion_ordered_pairs(&mut world);
+    /// ```
+    fn ambiguous_with<M>(self, set: impl IntoSystemSet<M>) -> SystemConfigs {
+        let key = set.into_set_key();
+        self.into_configs().with(|g| g.ambiguous_with.push(key.clone()))
     }
 
     /// Makes each member of a group run after the previous one.
@@ -258,6 +287,14 @@ pub trait IntoSetConfigs<Marker>: Sized {
     fn run_if<M>(self, condition: impl IntoSystem<bool, M> + Clone + Send + Sync + 'static) -> SetConfigs {
         let make = factory(condition);
         self.into_set_configs().with(|g| g.conditions.push(make.clone()))
+    }
+
+    /// States that the order of the set's systems against those of `set` does not matter,
+    /// as [`IntoSystemConfigs::ambiguous_with`] does for one system.
+    fn ambiguous_with<M>(self, set: impl IntoSystemSet<M>) -> SetConfigs {
+        let key = set.into_set_key();
+        self.into_set_configs()
+            .with(|g| g.ambiguous_with.push(key.clone()))
     }
 
     /// Orders the sets of a group one after another.

@@ -83,7 +83,7 @@ pub use param::{
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use pipe::{IsPipe, Pipe, PipeSystem};
-pub use schedule::{Dependency, OrderedPair, Schedule, ScheduleError, SystemOrder};
+pub use schedule::{Dependency, InsertionOrderedPair, OrderedPair, Schedule, ScheduleError, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
 pub use plugin::{Plugin, WorldPlugins};

@@ -71,6 +71,8 @@ struct BuiltSchedule {
     plan: Plan,
     /// Runs since the build (wrapping), which decides the runs that sample system costs.
     runs: u32,
+    /// The explicit edges between slots (constraints and chains, sets resolved).
+    explicit: Vec<(usize, usize)>,
 }
 
 /// One ordering edge of a built schedule: `before` runs, and finishes, before `after`
@@ -130,6 +132,18 @@ pub struct OrderedPair {
     pub after: String,
     /// The edges from `before` to `after`, each with its reason.
     pub path: Vec<Dependency>,
+}
+
+/// Two conflicting systems of a built schedule that no constraint orders, so the order they
+/// were added in does; from [`Schedule::insertion_ordered_pairs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsertionOrderedPair {
+    /// The system that runs first (added first, or placed first by other constraints).
+    pub before: String,
+    /// The system that runs after it.
+    pub after: String,
+    /// What they conflict on, in words (as in [`Dependency::reason`]).
+    pub conflict: String,
 }
 
 /// Why a labelled schedule could not be run or changed, or a system not removed.
@@ -449,6 +463,7 @@ impl Schedule {
                 entry.before.extend(config.graph.before);
                 entry.after.extend(config.graph.after);
                 entry.conditions.extend(config.graph.conditions);
+                entry.ambiguous_with.extend(config.graph.ambiguous_with);
                 vec![config.set]
             }
             SetConfigs::Group { items, chained } => {
@@ -805,6 +820,7 @@ impl Schedule {
             state,
             plan: Plan::new(),
             runs: 0,
+            explicit: edges,
         })
     }
 
@@ -1220,6 +1236,141 @@ impl Schedule {
         Ok(pairs)
     }
 
+    /// Every two systems that conflict and that no `before`/`after`/`chain` constraint (or
+    /// set ordering) orders, directly or through other systems: the schedule runs them in the
+    /// order they were added, so swapping two `add_systems` calls would swap them. Pairs
+    /// marked with [`ambiguous_with`](IntoSystemConfigs::ambiguous_with) (on either side,
+    /// or on a set either is in) are left out. Listed by the first system's place in
+    /// [`order`](Self::order), then the second's. This only reports: the order stays as it
+    /// is.
+    ///
+    /// ```
+    /// use tabula::prelude::*;
+    ///
+    /// struct Health(u32);
+    /// fn regen(mut q: Query<&mut Health>) {}
+    /// fn poison(mut q: Query<&mut Health>) {}
+    /// fn report(q: Query<&Health>) {}
+    ///
+    /// let mut world = World::new();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((regen, poison, report.after(poison)));
+    /// let pairs = schedule.insertion_ordered_pairs(&mut world).unwrap();
+    /// // A constraint orders `report` after `poison`; nothing but the order they were added
+    /// // in puts `regen` before `poison` and before `report`.
+    /// assert_eq!(pairs.len(), 2);
+    /// assert!(pairs[0].before.ends_with("regen") && pairs[0].after.ends_with("poison"));
+    /// assert!(pairs[1].before.ends_with("regen") && pairs[1].after.ends_with("report"));
+    /// assert_eq!(pairs[0].conflict, "data conflict on `Health`");
+    /// ```
+    ///
+    /// # Errors
+    /// When the schedule cannot be built.
+    pub fn insertion_ordered_pairs(
+        &mut self,
+        world: &mut World,
+    ) -> Result<Vec<InsertionOrderedPair>, ScheduleBuildError> {
+        self.initialize(world)?;
+        let built = self.built.as_ref().expect("initialize built the schedule");
+        let n = self.slots.len();
+        // The slots in the order a run takes them, which follows every explicit edge.
+        let order: Vec<usize> = built
+            .graph
+            .order
+            .iter()
+            .filter_map(|&node| match built.nodes[node] {
+                Node::System(index) => Some(index),
+                Node::Sync => None,
+            })
+            .collect();
+        let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(from, to) in &built.explicit {
+            successors[from].push(to);
+        }
+        // What each slot reaches through explicit edges alone, later slots first.
+        let mut reach = vec![fixedbitset::FixedBitSet::with_capacity(n); n];
+        for &slot in order.iter().rev() {
+            let mut reached = fixedbitset::FixedBitSet::with_capacity(n);
+            for &to in &successors[slot] {
+                reached.insert(to);
+                reached.union_with(&reach[to]);
+            }
+            reach[slot] = reached;
+        }
+        let membership: Vec<Vec<SetKey>> = (0..n)
+            .map(|index| self.membership(index).iter().map(by_function).collect())
+            .collect();
+        let intended: Vec<Vec<SetKey>> = (0..n)
+            .map(|index| {
+                let mut keys = self.added[index].config_graph.ambiguous_with.clone();
+                for set in self.membership(index) {
+                    if let Some(config) = self.sets.get(&set) {
+                        keys.extend(config.ambiguous_with.iter().cloned());
+                    }
+                }
+                keys.iter().map(by_function).collect()
+            })
+            .collect();
+        let marked = |a: usize, b: usize| intended[a].iter().any(|set| membership[b].contains(set));
+        let component = |id| short_type_name(world.components().info(id).name());
+        let mut pairs = Vec::new();
+        for (i, &a) in order.iter().enumerate() {
+            for &b in &order[i + 1..] {
+                if reach[a].contains(b) || reach[b].contains(a) || marked(a, b) || marked(b, a) {
+                    continue;
+                }
+                if let Some(conflict) = self.slots[a]
+                    .access
+                    .conflict_reason(&self.slots[b].access, component)
+                {
+                    pairs.push(InsertionOrderedPair {
+                        before: self.slots[a].system.name().to_string(),
+                        after: self.slots[b].system.name().to_string(),
+                        conflict,
+                    });
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// Panics, naming each pair, when two conflicting systems are ordered only by the order
+    /// they were added in ([`insertion_ordered_pairs`](Self::insertion_ordered_pairs) is not
+    /// empty): a test that states every such order was meant fails when a change (a new
+    /// shared component, a system added) leaves an order to the order of `add_systems`
+    /// calls. Fix a pair by ordering it (`before`, `after`, `chain`) or, when either order is
+    /// fine, by marking it with [`ambiguous_with`](IntoSystemConfigs::ambiguous_with).
+    ///
+    /// # Panics
+    /// When such a pair exists, or when the schedule cannot be built.
+    #[track_caller]
+    pub fn assert_no_insertion_ordered_pairs(&mut self, world: &mut World) {
+        let pairs = match self.insertion_ordered_pairs(world) {
+            Ok(pairs) => pairs,
+            Err(error) => panic!("{error}"),
+        };
+        if !pairs.is_empty() {
+            let lines: Vec<String> = pairs
+                .iter()
+                .map(|pair| {
+                    format!(
+                        "  `{}` before `{}`: {}",
+                        short_type_name(&pair.before),
+                        short_type_name(&pair.after),
+                        pair.conflict
+                    )
+                })
+                .collect();
+            panic!(
+                "{} pair(s) of conflicting systems are ordered only by the order they were added in:\n{}\n\
+                 order each with `before`/`after`/`chain`, or mark it with `ambiguous_with` when either \
+                 order is fine",
+                pairs.len(),
+                lines.join("\n")
+            );
+        }
+    }
+
     /// The node of the first system (in slot order) that is in `set`.
     fn first_node_of(&self, set: &SetKey) -> usize {
         // A function's set key is compared by its function alone (see `build`).
@@ -1372,6 +1523,18 @@ impl Schedule {
     /// True when no system was added.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+}
+
+/// `set` as set membership compares it: a function's set by its function alone (see
+/// `build`).
+fn by_function(set: &SetKey) -> SetKey {
+    match set.function() {
+        Some(function) => SetKey::of(FunctionSet {
+            function: function.function,
+            name: "",
+        }),
+        None => set.clone(),
     }
 }
 
