@@ -44,6 +44,12 @@ KNOWN_UNLINKED = {
     # tabula-core's query internals: #[doc(hidden)] re-exports of `tabula::query`, public only
     # because they name the associated types of the built-in terms' `WorldQuery` impls.
     "PreparedColumn", "PreparedEntities", "ReadFetch", "WriteFetch", "TickFetch",
+    # The same for multi-component views: names the associated types of `ViewTerm`'s impls.
+    "ViewColumn",
+    # `IntoSystem<Out, ..>`'s own generic parameter: rustdoc shows the provided `pipe` on each
+    # implementor's page with the trait's parameter names (`B: IntoSystem<BOut, BMarker, Out>`),
+    # below an impl header that does not declare them.
+    "Out",
     # tabula-schedule's markers that keep its blanket impls of `IntoSystem`,
     # `IntoSystemConfigs`, `IntoSetConfigs` and `IntoSystemSet` apart; never named by users.
     "IsSystem", "IsTuple", "IsSet", "IsFunction", "IsFunctionSystem", "IsExclusiveSystem",

@@ -6,7 +6,7 @@
 //! with [`World::register_disabling_component`] (at most 64). Each archetype carries a bit
 //! mask of the disabling components it stores, computed when it is created. When a
 //! [`QueryState`](crate::QueryState) is built, it records the disabling components its
-//! [`Access`](crate::Access) does not [name](crate::Access::names) — a component is named by
+//! [`Access`] does not [name](crate::Access::names) — a component is named by
 //! any term that mentions it: `&T`, `&mut T`, `Option<&T>`, [`Has<T>`](crate::Has),
 //! `With<T>`, `Without<T>`, `Added<T>`, `Changed<T>`, [`Allow<T>`](crate::Allow), also
 //! inside `Or` (as in bevy, where any term that names the component lifts the default
