@@ -895,26 +895,30 @@ impl Schedule {
             command_errors: self.command_error_policy,
         };
         built.runs = built.runs.wrapping_add(1);
-        let result = match self.executor {
-            ExecutorKind::Parallel => {
-                built.plan.refresh(&self.slots, &built.nodes, &built.graph);
-                // A panic on the executor's own path (outside the systems' panic guards)
-                // aborts the run like a system's.
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    parallel::run(
-                        &mut self.slots,
-                        &built.nodes,
-                        &built.graph,
-                        &built.plan,
-                        &mut built.state,
-                        world,
-                        ctx,
-                        &mut self.command_errors,
-                    )
-                }))
-                .and_then(|result| result)
-            }
-            ExecutorKind::SingleThreaded => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let spread = self.executor == ExecutorKind::Parallel && {
+            built.plan.refresh(&self.slots, &built.nodes, &built.graph);
+            // When nothing would leave this thread, the plain walk of the order does the same
+            // work without the dependency counters (see `Plan::runs_all_inline`).
+            !built.plan.runs_all_inline()
+        };
+        let result = if spread {
+            // A panic on the executor's own path (outside the systems' panic guards) aborts
+            // the run like a system's.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                parallel::run(
+                    &mut self.slots,
+                    &built.nodes,
+                    &built.graph,
+                    &built.plan,
+                    &mut built.state,
+                    world,
+                    ctx,
+                    &mut self.command_errors,
+                )
+            }))
+            .and_then(|result| result)
+        } else {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 single::run(
                     &mut self.slots,
                     &built.nodes,
@@ -923,7 +927,7 @@ impl Schedule {
                     ctx,
                     &mut self.command_errors,
                 )
-            })),
+            }))
         };
         if sampled {
             // Traced runs measure costs too, but only sampled ones remake the plan, so that
