@@ -174,10 +174,15 @@ pub fn build(
     }
 
     // Transitive reduction, in reverse topological order.
-    let mut reach: Vec<FixedBitSet> = vec![FixedBitSet::with_capacity(n); n];
+    // A node without dependents reaches nothing and keeps an empty set: no n-bit set is
+    // allocated for it, so independent systems cost no quadratic memory here.
+    let mut reach: Vec<FixedBitSet> = vec![FixedBitSet::new(); n];
     let mut edges = Vec::new();
     for &node in order.iter().rev() {
         let mut out = std::mem::take(&mut kinds[node]);
+        if out.is_empty() {
+            continue;
+        }
         out.sort_unstable_by_key(|&(to, _)| position[to]);
         let mut reached = FixedBitSet::with_capacity(n);
         for (to, kind) in out {
