@@ -60,8 +60,8 @@ mod skipped;
 pub mod state;
 mod sync;
 mod system;
-mod time;
 mod system_state;
+mod time;
 mod trace;
 
 pub use access::SystemAccess;
@@ -83,14 +83,14 @@ pub use param::{
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use pipe::{IsPipe, Pipe, PipeSystem};
+pub use plugin::{Plugin, WorldPlugins};
 pub use schedule::{Dependency, InsertionOrderedPair, OrderedPair, Schedule, ScheduleError, SystemOrder};
 pub use set::{CoreSet, IntoSystemSet, SetKey, SystemSet};
 pub use skipped::{CommandErrorPolicy, SkippedCommand};
-pub use plugin::{Plugin, WorldPlugins};
 pub use state::{NextState, OnEnter, OnExit, State, States, in_state, state_changed};
 pub use system::{
-    BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput, System,
-    SystemParamFunction, apply_deferred,
+    BoxedSystem, ExclusiveSystem, ExclusiveSystemFunction, FunctionSystem, HasInput, In, IntoSystem, NoInput,
+    System, SystemParamFunction, apply_deferred,
 };
 pub use system_state::{ReadOnlySystemParam, SystemState};
 pub use time::{DEFAULT_FIXED_STEP, DEFAULT_MAX_FIXED_STEPS, FrameTimer, Time};
@@ -101,12 +101,12 @@ pub mod prelude {
     pub use crate::ParamSet;
     pub use crate::Scratch;
     pub use crate::{
-        First, FixedUpdate, FrameTimer, Last, NextState, OnEnter, OnExit, Plugin, PostUpdate, PreUpdate,
-        ScheduleLabel, Startup, State, States, Update, WorldFrame, WorldPlugins, in_state,
+        CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In,
+        IntoSetConfigs, IntoSystem, IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents,
+        Res, ResMut, Schedule, SystemSet, Trigger, WorldObserve, WorldSystems, apply_deferred,
     };
     pub use crate::{
-        CommandsObserve, CommandsRunSystem, CoreSet, EventReader, EventWriter, ExecutorKind, In, IntoSetConfigs,
-        IntoSystem, IntoSystemConfigs, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut, Schedule,
-        SystemSet, Trigger, WorldObserve, WorldSystems, apply_deferred,
+        First, FixedUpdate, FrameTimer, Last, NextState, OnEnter, OnExit, Plugin, PostUpdate, PreUpdate,
+        ScheduleLabel, Startup, State, States, Update, WorldFrame, WorldPlugins, in_state,
     };
 }
