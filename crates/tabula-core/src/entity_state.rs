@@ -94,7 +94,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::any::{TypeId, type_name};
+use std::any::type_name;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -105,76 +105,18 @@ use crate::component::Component;
 use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::observer::Event;
+use crate::provider::{Provider, Providers};
 use crate::world::World;
-
-/// Which provider a component of a state came from (see the module's sharing rule).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Identity {
-    /// `with_default::<T>()`: the type.
-    Type(TypeId),
-    /// `with_shared`: the `Arc`'s allocation; `with` / `with_fn`: the provider's own.
-    Address(usize),
-}
-
-/// Makes, inserts and removes one component type, type-erased.
-trait Provide: Send + Sync + 'static {
-    fn has(&self, world: &World, entity: Entity) -> bool;
-    fn insert(&self, world: &mut World, entity: Entity) -> Result<(), EntityError>;
-    fn remove(&self, world: &mut World, entity: Entity) -> Result<(), EntityError>;
-}
-
-/// A provider made from a function returning the value to insert.
-struct Make<T, F>(F, std::marker::PhantomData<fn() -> T>);
-
-impl<T: Component, F: Fn() -> T + Send + Sync + 'static> Provide for Make<T, F> {
-    fn has(&self, world: &World, entity: Entity) -> bool {
-        world.has::<T>(entity)
-    }
-    fn insert(&self, world: &mut World, entity: Entity) -> Result<(), EntityError> {
-        world.insert_one(entity, (self.0)())
-    }
-    fn remove(&self, world: &mut World, entity: Entity) -> Result<(), EntityError> {
-        world.remove_one::<T>(entity).map(drop)
-    }
-}
-
-/// One component of a state: its type and where its value comes from.
-#[derive(Clone)]
-struct Provider {
-    component: TypeId,
-    name: &'static str,
-    identity: Identity,
-    make: Arc<dyn Provide>,
-}
 
 /// The components one state of an [`EntityStateMachine`] gives its entity; built in the
 /// closure passed to [`EntityStateMachine::state`]. Listing a component type twice keeps
 /// the last.
 #[derive(Clone, Default)]
 pub struct EntityState {
-    providers: Vec<Provider>,
+    providers: Providers,
 }
 
 impl EntityState {
-    fn push<T: Component>(mut self, identity: Option<Identity>, make: Arc<dyn Provide>) -> Self {
-        let identity = identity.unwrap_or(Identity::Address(Arc::as_ptr(&make) as *const () as usize));
-        let provider = Provider {
-            component: TypeId::of::<T>(),
-            name: type_name::<T>(),
-            identity,
-            make,
-        };
-        match self
-            .providers
-            .iter_mut()
-            .find(|p| p.component == provider.component)
-        {
-            Some(slot) => *slot = provider,
-            None => self.providers.push(provider),
-        }
-        self
-    }
-
     /// The state has `value` (a clone of it on each entry). A provider of its own: another
     /// state's `with` of the same type replaces the value on a change.
     ///
@@ -185,11 +127,9 @@ impl EntityState {
     /// let machine = EntityStateMachine::new().state("fast", |s| s.with(Speed(9.0)));
     /// # let _ = machine;
     /// ```
-    pub fn with<T: Component + Clone>(self, value: T) -> Self {
-        self.push::<T>(
-            None,
-            Arc::new(Make(move || value.clone(), std::marker::PhantomData)),
-        )
+    pub fn with<T: Component + Clone>(mut self, value: T) -> Self {
+        self.providers.with(value);
+        self
     }
 
     /// The state has `T::default()`. The provider is the type: two states that both use
@@ -204,11 +144,9 @@ impl EntityState {
     ///     .state("running", |s| s.with_default::<Controls>()); // kept across the change
     /// # let _ = machine;
     /// ```
-    pub fn with_default<T: Component + Default>(self) -> Self {
-        self.push::<T>(
-            Some(Identity::Type(TypeId::of::<T>())),
-            Arc::new(Make(T::default, std::marker::PhantomData)),
-        )
+    pub fn with_default<T: Component + Default>(mut self) -> Self {
+        self.providers.with_default::<T>();
+        self
     }
 
     /// The state has a clone of `*shared`. The provider is the `Arc`'s allocation: states
@@ -227,12 +165,9 @@ impl EntityState {
     ///     .state("flying", |s| s.with_shared(hull.clone()));
     /// # let _ = machine;
     /// ```
-    pub fn with_shared<T: Component + Clone>(self, shared: Arc<T>) -> Self {
-        let identity = Identity::Address(Arc::as_ptr(&shared) as *const () as usize);
-        self.push::<T>(
-            Some(identity),
-            Arc::new(Make(move || T::clone(&shared), std::marker::PhantomData)),
-        )
+    pub fn with_shared<T: Component + Clone>(mut self, shared: Arc<T>) -> Self {
+        self.providers.with_shared(shared);
+        self
     }
 
     /// The state has what `make` returns, called on each entry. A provider of its own, as
@@ -244,14 +179,15 @@ impl EntityState {
     /// let machine = EntityStateMachine::new().state("dying", |s| s.with_fn(|| Countdown(3.0)));
     /// # let _ = machine;
     /// ```
-    pub fn with_fn<T: Component>(self, make: impl Fn() -> T + Send + Sync + 'static) -> Self {
-        self.push::<T>(None, Arc::new(Make(make, std::marker::PhantomData)))
+    pub fn with_fn<T: Component>(mut self, make: impl Fn() -> T + Send + Sync + 'static) -> Self {
+        self.providers.with_fn(make);
+        self
     }
 
     /// The Rust type names of the state's components, in the order they were listed (the
     /// order a change inserts them in).
     pub fn components(&self) -> impl ExactSizeIterator<Item = &'static str> + '_ {
-        self.providers.iter().map(|p| p.name)
+        self.providers.names()
     }
 }
 
@@ -543,8 +479,8 @@ impl World {
         self.get_mut::<EntityStateMachine>(entity)
             .map_err(EntityStateError::Entity)?
             .current = Some(to);
-        let old: &[Provider] = from.map_or(&[], |i| &definition.states[i].1.providers);
-        let new = &definition.states[to].1.providers;
+        let old: &[Provider] = from.map_or(&[], |i| definition.states[i].1.providers.as_slice());
+        let new = definition.states[to].1.providers.as_slice();
         let in_new = |p: &Provider| new.iter().find(|q| q.component == p.component);
         // Kept: in both states through the same provider, and still on the entity.
         let kept: Vec<bool> = new

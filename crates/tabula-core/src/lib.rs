@@ -64,6 +64,7 @@ mod event;
 mod hierarchy;
 mod location;
 pub mod observer;
+mod provider;
 pub mod query;
 mod relation;
 pub mod relationship;
@@ -71,6 +72,7 @@ pub mod removal;
 mod resource;
 mod storage;
 mod sync;
+pub mod template;
 mod type_name;
 mod world;
 
@@ -108,6 +110,7 @@ pub use query::{
 pub use relation::{Related, Relation, Relations};
 pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
+pub use template::{Template, TemplateError, Templates};
 pub use type_name::short_type_name;
 pub use world::{
     ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld, MultiView,

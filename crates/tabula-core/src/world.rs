@@ -16,6 +16,7 @@ mod entity_ref;
 pub(crate) mod hooks;
 mod registration;
 mod spawn_batch;
+mod staged;
 mod structural;
 mod tags;
 mod unsafe_cell;
@@ -41,6 +42,7 @@ pub use entity_ref::{EntityMut, EntityRef};
 pub use hooks::{HookContext, HookKind, HookWorld};
 pub use registration::{ComponentRegistration, RequiredComponentError};
 pub use spawn_batch::SpawnBatch;
+pub(crate) use staged::StagedRow;
 pub use unsafe_cell::UnsafeWorldCell;
 pub use view::{MultiView, MultiViewMut, ReadOnlyViewData, View, ViewColumn, ViewData, ViewMut, ViewTerm};
 

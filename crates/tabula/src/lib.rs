@@ -91,6 +91,7 @@ pub mod prelude {
         OnRemove, OnReplace, Or, Parent, Ref, Relation, Relations, ResourceError, With, Without, World,
     };
     pub use tabula_core::{Allow, Disabled};
+    pub use tabula_core::{Template, Templates};
     pub use tabula_schedule::prelude::*;
     // The derives (`Bundle` also names the trait above, in the macro namespace only).
     pub use tabula_macros::{Bundle, SystemParam};
