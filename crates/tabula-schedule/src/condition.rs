@@ -46,6 +46,7 @@ use std::any::TypeId;
 use tabula_core::{Component, Entity, UnsafeWorldCell, With, World};
 
 use crate::access::SystemAccess;
+use crate::pair::SystemPair;
 use crate::param::{EventReader, Local, Query, Res};
 use crate::system::{IntoSystem, System};
 
@@ -161,10 +162,9 @@ enum Join {
 /// A condition built from one or two others (see [`not`], [`and`], [`or`]).
 pub struct Combined<A, B> {
     join: Join,
-    first: A,
-    second: Option<B>,
+    /// The parts; no second one for `not`.
+    parts: SystemPair<A, B>,
     name: String,
-    access: SystemAccess,
 }
 
 impl<M: 'static, C: IntoSystem<bool, M>> IntoSystem<bool, (IsCombinator, M)> for NotCondition<C> {
@@ -205,10 +205,8 @@ impl<A: System<Out = bool>, B: System<Out = bool>> Combined<A, B> {
         };
         Self {
             join,
-            first,
-            second,
+            parts: SystemPair::new(first, second),
             name,
-            access: SystemAccess::default(),
         }
     }
 }
@@ -226,72 +224,45 @@ impl<A: System<In = (), Out = bool>, B: System<In = (), Out = bool>> System for 
     }
 
     fn initialize(&mut self, world: &mut World) {
-        self.first.initialize(world);
-        let mut access = self.first.access().clone();
-        if let Some(second) = &mut self.second {
-            second.initialize(world);
-            access.absorb(second.access());
-        }
-        self.access = access;
+        self.parts.initialize(world);
     }
 
     fn access(&self) -> &SystemAccess {
-        &self.access
+        self.parts.access()
     }
 
     fn update_archetypes(&mut self, world: &World) {
-        self.first.update_archetypes(world);
-        if let Some(second) = &mut self.second {
-            second.update_archetypes(world);
-        }
+        self.parts.update_archetypes(world);
     }
 
     unsafe fn run_unsafe_with(&mut self, (): (), world: UnsafeWorldCell<'_>) -> bool {
-        // SAFETY: forwarded contract; the caller holds this system's access, the union of
-        // both parts', and the parts run one after the other.
-        let first = unsafe { self.first.run_unsafe(world) };
-        match (self.join, &mut self.second) {
-            (Join::Not, _) | (_, None) => !first,
-            (Join::And, Some(_)) if !first => false,
-            (Join::Or, Some(_)) if first => true,
-            (_, Some(second)) => {
-                if self.first.access().is_exclusive() {
-                    // An exclusive first part (possible in a one-shot system; schedules and
-                    // observers refuse exclusive conditions) may have made archetypes since
-                    // this condition was updated; the second part's query states must know
-                    // them before it is fetched, as in a pipe.
-                    // SAFETY: structure only; the first part's `&mut World` ended with its
-                    // run, and this condition is exclusive, so nothing else touches the world.
-                    second.update_archetypes(unsafe { world.world() });
-                }
-                // SAFETY: as above; the second part's archetypes are up to date.
-                unsafe { second.run_unsafe(world) }
-            }
+        // SAFETY: forwarded contract; the caller holds this system's access, the pair's,
+        // and the parts run one after the other.
+        let first = unsafe { self.parts.run_first((), world) };
+        match self.join {
+            Join::Not => !first,
+            Join::And if !first => false,
+            Join::Or if first => true,
+            // An exclusive first part (possible in a one-shot system; schedules and
+            // observers refuse exclusive conditions) is caught up with by the pair.
+            // SAFETY: as above; the first part's run has ended.
+            Join::And | Join::Or => unsafe { self.parts.run_second((), world) }.unwrap_or(first),
         }
     }
 
     fn has_deferred(&self) -> bool {
-        self.first.has_deferred() || self.second.as_ref().is_some_and(System::has_deferred)
+        self.parts.has_deferred()
     }
 
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<tabula_core::CommandError>) {
-        self.first.apply_deferred(world, errors);
-        if let Some(second) = &mut self.second {
-            second.apply_deferred(world, errors);
-        }
+        self.parts.apply_deferred(world, errors);
     }
 
     fn discard_deferred(&mut self, world: &mut World) {
-        self.first.discard_deferred(world);
-        if let Some(second) = &mut self.second {
-            second.discard_deferred(world);
-        }
+        self.parts.discard_deferred(world);
     }
 
     fn set_condition_of(&mut self, system: &str) {
-        self.first.set_condition_of(system);
-        if let Some(second) = &mut self.second {
-            second.set_condition_of(system);
-        }
+        self.parts.set_condition_of(system);
     }
 }

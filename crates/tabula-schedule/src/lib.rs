@@ -51,6 +51,7 @@ mod graph;
 mod hooks;
 pub mod observer;
 pub mod one_shot;
+mod pair;
 mod param;
 mod pipe;
 pub mod plugin;
