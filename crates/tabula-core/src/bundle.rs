@@ -390,6 +390,9 @@ pub(crate) struct BundleInfo {
 pub(crate) struct Bundles {
     pub(crate) infos: Vec<BundleInfo>,
     by_type: TypeIdMap<BundleId>,
+    /// The bundles of inserts and removals by component id ([`crate::dynamic`]), by their
+    /// sorted component set.
+    by_components: hashbrown::HashMap<Box<[ComponentId]>, BundleId>,
     /// The bundle type looked up last and its id. Games tend to repeat one bundle type many
     /// times in a row (a spawn loop, an insert/remove pass), so this one comparison saves the
     /// hash probe.
@@ -481,6 +484,23 @@ impl Bundles {
             None => self.register::<B>(components),
         };
         self.last.set(key, id);
+        id
+    }
+
+    /// The id of the bundle of exactly `components` (sorted, distinct, registered), for
+    /// inserts and removals by component id; its fields are in id order.
+    pub(crate) fn id_of_components(&mut self, components: &[ComponentId]) -> BundleId {
+        debug_assert!(components.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+        if let Some(&id) = self.by_components.get(components) {
+            return id;
+        }
+        let id = self.infos.len();
+        self.infos.push(BundleInfo {
+            id,
+            fields: components.into(),
+            sorted: components.into(),
+        });
+        self.by_components.insert(components.into(), id);
         id
     }
 

@@ -2,6 +2,9 @@
 //!
 //! The registry gives each Rust type a dense [`ComponentId`] and records what type-erased
 //! storage needs to know about it: its [`Layout`] and how to drop it ([`ComponentInfo`]).
+//! Components without a Rust type are registered from a
+//! [`ComponentDescriptor`](crate::ComponentDescriptor) (see [`crate::dynamic`]); they have a
+//! name and no `TypeId`.
 
 use std::alloc::Layout;
 use std::any::{TypeId, type_name};
@@ -38,7 +41,8 @@ pub struct ComponentInfo {
     name: &'static str,
     layout: Layout,
     drop: Option<unsafe fn(*mut u8)>,
-    type_id: TypeId,
+    /// `None` for a component registered from a descriptor without a Rust type.
+    type_id: Option<TypeId>,
     /// Removals of this component are logged ([`World::track_removals`](crate::World::track_removals)).
     logs_removals: bool,
     /// Which kinds of hook the component has, as [`HookKind`] bits (see `world/hooks.rs`).
@@ -54,7 +58,8 @@ impl ComponentInfo {
         self.id
     }
 
-    /// The Rust type name, used in error messages and introspection.
+    /// The Rust type name (or a dynamic component's registered name), used in error
+    /// messages, introspection and [`Components::id_by_name`].
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -64,8 +69,9 @@ impl ComponentInfo {
         self.layout
     }
 
-    /// The Rust type's id.
-    pub fn type_id(&self) -> TypeId {
+    /// The Rust type's id; `None` for a dynamic component (registered from a
+    /// [`ComponentDescriptor`](crate::ComponentDescriptor) without a Rust type).
+    pub fn type_id(&self) -> Option<TypeId> {
         self.type_id
     }
 
@@ -110,11 +116,19 @@ unsafe fn drop_erased<T>(ptr: *mut u8) {
     unsafe { ptr.cast::<T>().drop_in_place() }
 }
 
+/// `T`'s drop function for type-erased storage; `None` when `T` needs no drop.
+pub(crate) fn drop_fn_of<T>() -> Option<unsafe fn(*mut u8)> {
+    std::mem::needs_drop::<T>().then_some(drop_erased::<T> as unsafe fn(*mut u8))
+}
+
 /// The registry of component types known to one world.
 #[derive(Debug, Default)]
 pub struct Components {
     infos: Vec<ComponentInfo>,
     by_type: TypeIdMap<ComponentId>,
+    /// Every component by name; a Rust type whose name a dynamic component took first is
+    /// found by type only.
+    by_name: hashbrown::HashMap<&'static str, ComponentId>,
 }
 
 impl Components {
@@ -124,19 +138,58 @@ impl Components {
         if let Some(&id) = self.by_type.get(&type_id) {
             return id;
         }
+        self.push(type_name::<T>(), Layout::new::<T>(), drop_fn_of::<T>(), Some(type_id))
+    }
+
+    /// Adds a component. `layout`'s size must be a multiple of its alignment (a column's
+    /// row stride is the size), and `drop`, if any, must drop a value of that layout.
+    pub(crate) fn push(
+        &mut self,
+        name: &'static str,
+        layout: Layout,
+        drop: Option<unsafe fn(*mut u8)>,
+        type_id: Option<TypeId>,
+    ) -> ComponentId {
+        debug_assert_eq!(layout, layout.pad_to_align(), "a column's stride is the value size");
         let id = ComponentId(u32::try_from(self.infos.len()).expect("too many component types"));
         self.infos.push(ComponentInfo {
             id,
-            name: type_name::<T>(),
-            layout: Layout::new::<T>(),
-            drop: std::mem::needs_drop::<T>().then_some(drop_erased::<T> as unsafe fn(*mut u8)),
+            name,
+            layout,
+            drop,
             type_id,
             logs_removals: false,
             hooks: 0,
             immutable: false,
         });
-        self.by_type.insert(type_id, id);
+        if let Some(type_id) = type_id {
+            self.by_type.insert(type_id, id);
+        }
+        self.by_name.entry(name).or_insert(id);
         id
+    }
+
+    /// The component registered under `name`: a dynamic component's name, or a Rust type's
+    /// full [`type_name`](std::any::type_name) (`"my_game::Position"`).
+    ///
+    /// ```
+    /// let mut world = tabula::World::new();
+    /// let id = world.register_component::<u32>().id();
+    /// assert_eq!(world.components().id_by_name("u32"), Some(id));
+    /// assert_eq!(world.components().id_by_name("Health"), None);
+    /// ```
+    pub fn id_by_name(&self, name: &str) -> Option<ComponentId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The component of Rust type `type_id`, if registered.
+    pub(crate) fn id_of_type(&self, type_id: TypeId) -> Option<ComponentId> {
+        self.by_type.get(&type_id).copied()
+    }
+
+    /// The description of `id`, or `None` when no component has that id here.
+    pub fn get_info(&self, id: ComponentId) -> Option<&ComponentInfo> {
+        self.infos.get(id.index())
     }
 
     /// The id of `T` if it has been registered.

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::component::ComponentId;
 use crate::entity::Entity;
 
 /// Why an operation on an entity was refused. The world is unchanged when one is returned.
@@ -37,6 +38,14 @@ pub enum EntityError {
         /// The Rust type name of the component.
         component: &'static str,
     },
+    /// An access by component id ([`World::get_by_id`](crate::World::get_by_id) and the
+    /// like) named an id that no component has in this world.
+    UnknownComponent {
+        /// The entity asked about.
+        entity: Entity,
+        /// The id.
+        component: ComponentId,
+    },
     /// A spawn was refused because every entity slot of the world is live or retired (a
     /// slot whose generation count ran out is never reused). Despawning frees slots.
     IndexSpaceExhausted {
@@ -71,6 +80,12 @@ impl fmt::Display for EntityError {
                 "cannot change `{component}` of entity {entity:?} in place: the component is \
                  immutable (its values are replaced by insert, so that its hooks see every \
                  change); insert a new value instead"
+            ),
+            Self::UnknownComponent { entity, component } => write!(
+                f,
+                "no component has id {} in this world (asked about entity {entity:?}); component \
+                 ids are per world: take them from this world's `components()` or registration",
+                component.index()
             ),
             Self::IndexSpaceExhausted { slots } => write!(
                 f,

@@ -57,6 +57,7 @@ mod change;
 mod command;
 mod component;
 pub mod disabled;
+pub mod dynamic;
 mod entity;
 pub mod entity_state;
 mod error;
@@ -92,6 +93,10 @@ pub use command::{
 };
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use disabled::Disabled;
+pub use dynamic::{
+    ComponentDescriptor, DescriptorError, DynamicItem, DynamicIter, DynamicQuery, DynamicQueryBuilder, DynamicQueryError,
+    MutUntyped, OwningPtr, Ptr, PtrMut,
+};
 pub use entity::{Entities, Entity, ReserveEntities};
 pub use entity_state::{EntityState, EntityStateChanged, EntityStateError, EntityStateMachine};
 pub use error::EntityError;

@@ -12,6 +12,7 @@
 //! a panicking destructor unwinds through a consistent world.
 
 mod batch;
+mod by_id;
 mod entity_ref;
 pub(crate) mod hooks;
 mod registration;

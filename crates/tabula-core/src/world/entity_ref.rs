@@ -3,7 +3,8 @@
 use crate::archetype::Archetype;
 use crate::bundle::Bundle;
 use crate::change::Mut;
-use crate::component::Component;
+use crate::component::{Component, ComponentId};
+use crate::dynamic::{MutUntyped, Ptr};
 use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::location::EntityLocation;
@@ -50,6 +51,21 @@ impl<'w> EntityRef<'w> {
     /// True when the entity has a `T`.
     pub fn has<T: Component>(&self) -> bool {
         self.archetype().has::<T>()
+    }
+
+    /// The entity's component `id` (typed or [dynamic](crate::dynamic)), if it has one.
+    ///
+    /// ```
+    /// let mut world = tabula::World::new();
+    /// let id = world.register_component::<u8>().id();
+    /// let e = world.spawn((3u8,));
+    /// let ptr = world.entity(e)?.get_by_id(id).unwrap();
+    /// // SAFETY: component `id` is `u8`.
+    /// assert_eq!(unsafe { *ptr.deref::<u8>() }, 3);
+    /// # Ok::<(), tabula::EntityError>(())
+    /// ```
+    pub fn get_by_id(&self, id: ComponentId) -> Option<Ptr<'w>> {
+        self.world.get_by_id_at(self.entity, self.location, id).ok()
     }
 
     /// The archetype the entity lives in.
@@ -120,6 +136,23 @@ impl<'w> EntityMut<'w> {
     /// True when the entity has a `T`.
     pub fn has<T: Component>(&self) -> bool {
         self.world.has::<T>(self.entity)
+    }
+
+    /// The entity's component `id`, if it has one (see [`World::get_by_id`]).
+    pub fn get_by_id(&self, id: ComponentId) -> Option<Ptr<'_>> {
+        self.world.get_by_id(self.entity, id).ok()
+    }
+
+    /// Mutable access to the entity's component `id`, if it has one and it is not
+    /// immutable (see [`World::get_mut_by_id`]).
+    pub fn get_mut_by_id(&mut self, id: ComponentId) -> Option<MutUntyped<'_>> {
+        self.world.get_mut_by_id(self.entity, id).ok()
+    }
+
+    /// Removes and drops the entity's component `id`; returns whether it had one (see
+    /// [`World::remove_by_id`]).
+    pub fn remove_by_id(&mut self, id: ComponentId) -> Result<bool, EntityError> {
+        self.world.remove_by_id(self.entity, id)
     }
 
     /// Adds (or replaces) the components of `bundle`.

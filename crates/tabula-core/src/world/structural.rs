@@ -1,7 +1,9 @@
 //! Inserting and removing components: moving a row along a cached archetype edge.
 
+use std::marker::PhantomData;
+
 use crate::archetype::{Archetype, pair_mut_unchecked};
-use crate::bundle::Bundle;
+use crate::bundle::{Bundle, BundleId};
 use crate::change::Tick;
 use crate::component::Component;
 use crate::entity::{Entities, Entity};
@@ -12,6 +14,100 @@ use crate::storage::Table;
 
 use super::World;
 use super::hooks::HookKind;
+
+/// What an insert writes into its row: the fields of a typed [`Bundle`], or a value given
+/// by component id (`world/by_id.rs`). The methods have `BundleStorage`'s contracts.
+pub(crate) trait InsertValues: Sized {
+    /// How many fields are written.
+    const FIELDS: usize;
+
+    /// As `BundleStorage::write_new`.
+    ///
+    /// # Safety
+    /// `columns[i]` is a column of `table` storing field `i`'s component, all distinct, and
+    /// `row` is a freshly pushed, uninitialised row of `table`.
+    unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick);
+
+    /// As `BundleStorage::write_or_replace`: fields with `replaced[i]` replace an
+    /// initialised value (dropped after every field is written), the others fill
+    /// uninitialised slots.
+    ///
+    /// # Safety
+    /// As for `write_new`, except that slot `(columns[i], row)` is initialised exactly when
+    /// `replaced[i]`.
+    unsafe fn write_or_replace(
+        self,
+        table: &mut Table,
+        columns: &[u32],
+        replaced: &[bool],
+        row: usize,
+        tick: Tick,
+    );
+}
+
+impl<B: Bundle> InsertValues for B {
+    const FIELDS: usize = <B as crate::bundle::sealed::BundleStorage>::FIELDS;
+
+    #[inline(always)]
+    unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
+        // SAFETY: the same contract.
+        unsafe { crate::bundle::sealed::BundleStorage::write_new(self, table, columns, row, tick) }
+    }
+
+    #[inline(always)]
+    unsafe fn write_or_replace(
+        self,
+        table: &mut Table,
+        columns: &[u32],
+        replaced: &[bool],
+        row: usize,
+        tick: Tick,
+    ) {
+        // SAFETY: the same contract.
+        unsafe {
+            crate::bundle::sealed::BundleStorage::write_or_replace(self, table, columns, replaced, row, tick)
+        }
+    }
+}
+
+/// What a removal does with the values it takes out of the row: hand back a typed
+/// [`Bundle`] ([`TakeBundle`]), or move them elsewhere (`world/by_id.rs`).
+pub(crate) trait RemoveValues: Copy {
+    /// How many fields are removed.
+    const FIELDS: usize;
+    /// What the removal returns.
+    type Output;
+
+    /// Moves the fields out of `row`, leaving those slots logically uninitialised.
+    ///
+    /// # Safety
+    /// As `BundleStorage::take_at`: `columns[i]` is a column of `table` storing field `i`'s
+    /// component, all distinct; `row` holds initialised values in them; each is read exactly
+    /// once, and the caller treats the slots as empty afterwards. Must not panic.
+    unsafe fn take_at(self, table: &Table, columns: &[u32], row: usize) -> Self::Output;
+}
+
+/// Removes a typed bundle `B` and returns it.
+pub(crate) struct TakeBundle<B>(PhantomData<fn() -> B>);
+
+impl<B> Clone for TakeBundle<B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<B> Copy for TakeBundle<B> {}
+
+impl<B: Bundle> RemoveValues for TakeBundle<B> {
+    const FIELDS: usize = <B as crate::bundle::sealed::BundleStorage>::FIELDS;
+    type Output = B;
+
+    #[inline(always)]
+    unsafe fn take_at(self, table: &Table, columns: &[u32], row: usize) -> B {
+        // SAFETY: the same contract.
+        unsafe { <B as crate::bundle::sealed::BundleStorage>::take_at(table, columns, row) }
+    }
+}
 
 impl World {
     /// Adds the components of `bundle` to `entity`. Components it already has are replaced
@@ -136,27 +232,42 @@ impl World {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
+        self.insert_bundle_at::<B, APPLY>(entity, location, id, bundle);
+        Ok(())
+    }
+
+    /// The rest of [`insert_general`](Self::insert_general), once the bundle's id is known:
+    /// writes `values` (bundle `id`'s fields, in its field order) into live `entity` at
+    /// `location`, with hooks. The one insert path typed bundles and inserts by component
+    /// id share. Reservations are flushed.
+    #[inline(always)]
+    pub(super) fn insert_bundle_at<V: InsertValues, const APPLY: bool>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        id: BundleId,
+        values: V,
+    ) {
         let edge = self
             .archetypes
             .insert_edge(&self.components, location.archetype, &self.bundles, id);
         // SAFETY: `insert_edge` returns the index of an existing edge (edges are never removed).
         let edge_ref = unsafe { self.archetypes.insert_edges.get_unchecked(edge) };
         if edge_ref.hooked {
-            self.insert_hooked(entity, edge, bundle);
+            self.insert_hooked(entity, edge, values);
             if APPLY {
                 self.apply_hook_commands();
             }
-            return Ok(());
+            return;
         }
-        self.insert_along(entity, location, edge, bundle);
-        Ok(())
+        self.insert_along(entity, location, edge, values);
     }
 
     /// Inserts `bundle` into live `entity` along insert edge `edge`, whose bundle has hooks:
     /// `on_replace`, the write, `on_add`, `on_insert` (see [`hooks`](super::hooks)).
     #[cold]
     #[inline(never)]
-    fn insert_hooked<B: Bundle>(&mut self, entity: Entity, edge: usize, bundle: B) {
+    fn insert_hooked<B: InsertValues>(&mut self, entity: Entity, edge: usize, bundle: B) {
         let kept = super::hooks::ComponentList::from(&self.archetypes.insert_edges[edge].kept[..]);
         self.run_hooks(HookKind::Replace, entity, &kept);
         // Hooks make no structural change, so the entity is where it was and the edge is
@@ -170,7 +281,13 @@ impl World {
     /// Moves `entity` (live at `location`) along insert edge `edge`, `location.archetype`'s
     /// edge for `B`, or writes in place for a self-edge. No hooks.
     #[inline(always)]
-    fn insert_along<B: Bundle>(&mut self, entity: Entity, location: EntityLocation, edge: usize, bundle: B) {
+    fn insert_along<B: InsertValues>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        edge: usize,
+        bundle: B,
+    ) {
         let tick = super::tick_now(&mut self.change_tick);
         // SAFETY: `edge` names an existing edge (edges are never removed).
         let target = unsafe { self.archetypes.insert_edges.get_unchecked(edge) }.target;
@@ -197,7 +314,7 @@ impl World {
     /// `edge` is the insert edge for `B` of `location.archetype`, whose target differs from
     /// it; `location` is `entity`'s live location; with `in_room`, the target table has room.
     #[inline(always)]
-    unsafe fn insert_moving<B: Bundle>(
+    unsafe fn insert_moving<B: InsertValues>(
         &mut self,
         entity: Entity,
         location: EntityLocation,
@@ -304,7 +421,7 @@ impl World {
         let now = super::tick_now(&mut self.change_tick);
         // SAFETY: the edge is `location.archetype`'s edge for `B`, which has fields and none
         // missing, so it leads elsewhere (`RemoveEdge` invariant), to a table with room.
-        Some(unsafe { self.remove_moving::<B>(entity, location, edge, now, true) })
+        Some(unsafe { self.remove_moving(entity, location, edge, now, true, TakeBundle::<B>(PhantomData)) })
     }
 
     /// Every removal [`try_remove_in_room`](Self::try_remove_in_room) leaves. Out of line,
@@ -318,6 +435,34 @@ impl World {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
+        self.remove_bundle_at::<TakeBundle<B>, HOOKS>(entity, location, id, TakeBundle(PhantomData))
+    }
+
+    /// Removes bundle `id`'s fields from `entity`, handing them to `values`, as
+    /// [`remove_bundle_at`](Self::remove_bundle_at). Flushes reservations first.
+    pub(super) fn remove_bundle<V: RemoveValues, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+        id: BundleId,
+        values: V,
+    ) -> Result<V::Output, EntityError> {
+        self.flush();
+        let location = self.location(entity)?;
+        self.remove_bundle_at::<V, HOOKS>(entity, location, id, values)
+    }
+
+    /// The rest of [`remove_general`](Self::remove_general), once the bundle's id is known:
+    /// removes bundle `id`'s fields from live `entity` at `location`, handing them to
+    /// `values`. The one removal path typed bundles and removals by component id share.
+    /// Reservations are flushed.
+    #[inline(always)]
+    fn remove_bundle_at<V: RemoveValues, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        id: BundleId,
+        values: V,
+    ) -> Result<V::Output, EntityError> {
         let edge = self
             .archetypes
             .remove_edge(&self.components, location.archetype, &self.bundles, id);
@@ -334,7 +479,7 @@ impl World {
                 // the bundle is out (it is handed to the caller, so no value is dropped
                 // before them).
                 self.run_removal_hooks(entity, edge);
-                let removed = self.remove_general::<B, false>(entity);
+                let removed = self.remove_bundle::<V, false>(entity, id, values);
                 self.apply_hook_commands();
                 return removed;
             }
@@ -343,11 +488,11 @@ impl World {
         }
         // Only the empty bundle removes nothing and stays put: for any other, an edge without
         // a missing component leads elsewhere (`RemoveEdge` invariant).
-        if B::FIELDS == 0 {
+        if V::FIELDS == 0 {
             debug_assert!(edge_ref.target == location.archetype);
-            // SAFETY: `B` has no fields, so nothing is read.
+            // SAFETY: `V` has no fields, so nothing is read.
             return Ok(unsafe {
-                B::take_at(
+                values.take_at(
                     &self.archetypes.archetypes.all()[edge_ref.target.index()].table,
                     &[],
                     location.row as usize,
@@ -356,25 +501,28 @@ impl World {
         }
         let now = super::tick_now(&mut self.change_tick);
         // SAFETY: as in `try_remove_in_room`, without the room.
-        Ok(unsafe { self.remove_moving::<B>(entity, location, edge, now, false) })
+        Ok(unsafe { self.remove_moving(entity, location, edge, now, false, values) })
     }
 
-    /// Moves `entity` along remove edge `edge` and returns the removed values. With
-    /// `in_room`, the target table is known to have room (no growing, so no call).
+    /// Moves `entity` along remove edge `edge` and returns what `values` made of the removed
+    /// values. With `in_room`, the target table is known to have room (no growing, so no
+    /// call).
     ///
     /// # Safety
-    /// `edge` is the remove edge for `B` of `location.archetype`, with no missing component,
-    /// and `B` has fields (so the target differs from the source); `location` is `entity`'s
+    /// `edge` is the remove edge of `location.archetype` for the bundle `values` takes, with
+    /// no missing component, and the bundle has fields (so the target differs from the
+    /// source); `location` is `entity`'s
     /// live location; with `in_room`, the target table has room.
     #[inline(always)]
-    unsafe fn remove_moving<B: Bundle>(
+    unsafe fn remove_moving<V: RemoveValues>(
         &mut self,
         entity: Entity,
         location: EntityLocation,
         edge: usize,
         now: Tick,
         in_room: bool,
-    ) -> B {
+        values: V,
+    ) -> V::Output {
         // SAFETY: the caller names an existing edge.
         let edge = unsafe { self.archetypes.remove_edges.get_unchecked(edge) };
         debug_assert!(edge.target != location.archetype);
@@ -393,7 +541,7 @@ impl World {
                 &edge.move_map,
                 now,
                 in_room,
-                |src, row, _, _| B::take_at(src, &edge.bundle_columns, row),
+                |src, row, _, _| values.take_at(src, &edge.bundle_columns, row),
             )
         };
         removed

@@ -1,0 +1,466 @@
+//! [`DynamicQuery`]: a query whose terms are component ids chosen at run time.
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use super::ptr::{MutUntyped, Ptr, PtrMut};
+use crate::archetype::Archetype;
+use crate::change::{ComponentTicks, LastRun, RunTicks};
+use crate::component::ComponentId;
+use crate::entity::Entity;
+use crate::location::ArchetypeId;
+use crate::query::Access;
+use crate::storage::{NO_COLUMN, Table};
+use crate::world::{World, WorldId};
+
+/// One term that fetches a value.
+#[derive(Clone, Copy, Debug)]
+struct FetchTerm {
+    id: ComponentId,
+    write: bool,
+    /// Matched entities may lack it ([`DynamicQueryBuilder::optional`]).
+    optional: bool,
+}
+
+/// An archetype the query matched, with the column of each fetch term there
+/// ([`NO_COLUMN`] for an optional term the archetype lacks).
+struct DynamicMatch {
+    archetype: ArchetypeId,
+    columns: Box<[u32]>,
+}
+
+/// A query built at run time from component ids: terms that read, write, optionally read,
+/// require or exclude a component, for scripting layers, loaders and inspectors that know
+/// components only by id. Built with [`DynamicQuery::builder`].
+///
+/// Like a typed [`QueryState`](crate::QueryState) it remembers the archetypes it matched and
+/// tests only new ones on each use, and it skips entities with a
+/// [disabling component](crate::Disabled) unless a term names it (`with`, `read`,
+/// `optional`, [`allow`](DynamicQueryBuilder::allow), ...). Writing through
+/// [`DynamicItem::get_mut`] marks the value changed, as a `&mut T` term does.
+///
+/// ```
+/// use tabula::{DynamicQuery, World};
+///
+/// struct Frozen;
+///
+/// let mut world = World::new();
+/// let speed = world.register_component::<f32>().id();
+/// let frozen = world.register_component::<Frozen>().id();
+/// world.spawn((1.0f32,));
+/// world.spawn((2.0f32, Frozen));
+/// let mut query = DynamicQuery::builder(&mut world).write(speed).without(frozen).build()?;
+/// query.for_each(&mut world, |mut item| {
+///     let mut value = item.get_mut(speed).unwrap();
+///     // SAFETY: `speed` is the `f32` component.
+///     unsafe { *value.as_mut().deref_mut::<f32>() *= 10.0 };
+/// });
+/// let mut speeds: Vec<f32> = world.query::<&f32>().iter(&world).copied().collect();
+/// speeds.sort_by(f32::total_cmp);
+/// assert_eq!(speeds, [2.0, 10.0]);
+/// # Ok::<(), tabula::DynamicQueryError>(())
+/// ```
+pub struct DynamicQuery {
+    world: WorldId,
+    fetch: Box<[FetchTerm]>,
+    with: Box<[ComponentId]>,
+    without: Box<[ComponentId]>,
+    access: Access,
+    /// The disabling components skipped (see [`crate::disabled`]).
+    skip: u64,
+    matched: Vec<DynamicMatch>,
+    archetypes_seen: usize,
+    last_run: LastRun,
+}
+
+/// Collects the terms of a [`DynamicQuery`]; from [`DynamicQuery::builder`]. Each method
+/// adds one term and returns the builder; [`build`](Self::build) checks them.
+pub struct DynamicQueryBuilder<'w> {
+    world: &'w mut World,
+    fetch: Vec<FetchTerm>,
+    with: Vec<ComponentId>,
+    without: Vec<ComponentId>,
+    allow: Vec<ComponentId>,
+}
+
+impl DynamicQuery {
+    /// Starts a query over `world`.
+    pub fn builder(world: &mut World) -> DynamicQueryBuilder<'_> {
+        DynamicQueryBuilder {
+            world,
+            fetch: Vec::new(),
+            with: Vec::new(),
+            without: Vec::new(),
+            allow: Vec::new(),
+        }
+    }
+
+    /// What the query reads and writes, with its filters.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// True when some term writes.
+    pub fn writes(&self) -> bool {
+        self.fetch.iter().any(|term| term.write)
+    }
+
+    /// Matches the archetypes created since the last use.
+    ///
+    /// # Panics
+    /// When `world` is not the world the query was built for.
+    pub fn update_archetypes(&mut self, world: &World) {
+        assert!(
+            self.world == world.id(),
+            "a DynamicQuery was used with another World than the one it was built for; build \
+             one per world (component ids are per world too)"
+        );
+        let archetypes = world.archetype_list();
+        for archetype in &archetypes[self.archetypes_seen..] {
+            if let Some(columns) = self.match_archetype(archetype) {
+                self.matched.push(DynamicMatch {
+                    archetype: archetype.id(),
+                    columns,
+                });
+            }
+        }
+        self.archetypes_seen = archetypes.len();
+    }
+
+    /// The column of each fetch term in `archetype`, if the query matches it.
+    fn match_archetype(&self, archetype: &Archetype) -> Option<Box<[u32]>> {
+        // Disabled entities: skipped unless a term names their disabling component.
+        if archetype.disabling & self.skip != 0 {
+            return None;
+        }
+        let has = |id: &ComponentId| archetype.column_of(*id).is_some();
+        if !self.with.iter().all(has) || self.without.iter().any(has) {
+            return None;
+        }
+        (self.fetch.iter())
+            .map(|term| match archetype.column_of(term.id) {
+                Some(column) => Some(column as u32),
+                None if term.optional => Some(NO_COLUMN),
+                None => None,
+            })
+            .collect()
+    }
+
+    /// Every matched entity, with write access to the write terms. Starts a run: change
+    /// marks are stamped with its tick.
+    ///
+    /// # Panics
+    /// When `world` is not the world the query was built for.
+    pub fn iter_mut<'a>(&'a mut self, world: &'a mut World) -> DynamicIter<'a> {
+        self.update_archetypes(world);
+        let run = world.start_run_mut(&mut self.last_run);
+        DynamicIter::new(self, world, run)
+    }
+
+    /// Every matched entity, read-only, through a shared world. Starts a run.
+    ///
+    /// # Panics
+    /// When the query has a write term (use [`iter_mut`](Self::iter_mut)), or `world` is not
+    /// the world the query was built for.
+    pub fn iter<'a>(&'a mut self, world: &'a World) -> DynamicIter<'a> {
+        assert!(
+            !self.writes(),
+            "this DynamicQuery has write terms, so it cannot run through a shared World; use \
+             `iter_mut` or `for_each` with `&mut World`"
+        );
+        self.update_archetypes(world);
+        let run = world.start_run(&mut self.last_run);
+        DynamicIter::new(self, world, run)
+    }
+
+    /// Calls `f` with every matched entity (see [`iter_mut`](Self::iter_mut)).
+    pub fn for_each(&mut self, world: &mut World, f: impl FnMut(DynamicItem<'_>)) {
+        self.iter_mut(world).for_each(f);
+    }
+}
+
+impl fmt::Debug for DynamicQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamicQuery")
+            .field("fetch", &self.fetch)
+            .field("with", &self.with)
+            .field("without", &self.without)
+            .field("matched_archetypes", &self.matched.len())
+            .finish()
+    }
+}
+
+impl DynamicQueryBuilder<'_> {
+    fn fetch(mut self, id: ComponentId, write: bool, optional: bool) -> Self {
+        self.fetch.push(FetchTerm { id, write, optional });
+        self
+    }
+
+    /// Reads component `id`; matched entities have it.
+    pub fn read(self, id: ComponentId) -> Self {
+        self.fetch(id, false, false)
+    }
+
+    /// Writes component `id`; matched entities have it.
+    pub fn write(self, id: ComponentId) -> Self {
+        self.fetch(id, true, false)
+    }
+
+    /// Reads component `id` where the entity has it ([`DynamicItem::get`] is `None`
+    /// elsewhere); matches entities either way.
+    pub fn optional(self, id: ComponentId) -> Self {
+        self.fetch(id, false, true)
+    }
+
+    /// Writes component `id` where the entity has it; matches entities either way.
+    pub fn optional_mut(self, id: ComponentId) -> Self {
+        self.fetch(id, true, true)
+    }
+
+    /// Matches only entities that have component `id`, without fetching it.
+    pub fn with(mut self, id: ComponentId) -> Self {
+        self.with.push(id);
+        self
+    }
+
+    /// Matches only entities that lack component `id`.
+    pub fn without(mut self, id: ComponentId) -> Self {
+        self.without.push(id);
+        self
+    }
+
+    /// Names disabling component `id` without filtering on it, so that entities it disables
+    /// are matched too (as [`Allow<T>`](crate::Allow)).
+    pub fn allow(mut self, id: ComponentId) -> Self {
+        self.allow.push(id);
+        self
+    }
+
+    /// Checks the terms and matches the archetypes that exist now.
+    ///
+    /// ```
+    /// use tabula::{DynamicQuery, DynamicQueryError, World};
+    ///
+    /// let mut world = World::new();
+    /// let a = world.register_component::<u8>().id();
+    /// let error = DynamicQuery::builder(&mut world).read(a).write(a).build().unwrap_err();
+    /// assert_eq!(error, DynamicQueryError::Conflict { component: "u8" });
+    /// ```
+    ///
+    /// # Errors
+    /// [`DynamicQueryError::UnknownComponent`] for an id no component of the world has,
+    /// [`DynamicQueryError::Conflict`] when a component is written by one term and read or
+    /// written by another, [`DynamicQueryError::ImmutableComponent`] when a term writes an
+    /// [immutable](crate::ComponentRegistration::immutable) component.
+    pub fn build(self) -> Result<DynamicQuery, DynamicQueryError> {
+        let world = self.world;
+        let all = (self.fetch.iter().map(|t| t.id))
+            .chain(self.with.iter().chain(&self.without).chain(&self.allow).copied());
+        for id in all {
+            if world.components().get_info(id).is_none() {
+                return Err(DynamicQueryError::UnknownComponent(id));
+            }
+        }
+        let name = |id: ComponentId| world.components().info(id).name();
+        let mut access = Access::default();
+        for term in &self.fetch {
+            if term.write && world.components().info(term.id).is_immutable() {
+                return Err(DynamicQueryError::ImmutableComponent {
+                    component: name(term.id),
+                });
+            }
+            let added = if term.write {
+                access.add_write(term.id)
+            } else {
+                access.add_read(term.id)
+            };
+            added.map_err(|id| DynamicQueryError::Conflict { component: name(id) })?;
+            if !term.optional {
+                access.add_with(term.id);
+            }
+        }
+        self.with.iter().for_each(|&id| access.add_with(id));
+        self.without.iter().for_each(|&id| access.add_without(id));
+        self.allow.iter().for_each(|&id| access.add_named(id));
+        let skip = world.default_query_skip(&access);
+        let mut query = DynamicQuery {
+            world: world.id(),
+            fetch: self.fetch.into(),
+            with: self.with.into(),
+            without: self.without.into(),
+            access,
+            skip,
+            matched: Vec::new(),
+            archetypes_seen: 0,
+            last_run: LastRun::NEVER,
+        };
+        query.update_archetypes(world);
+        Ok(query)
+    }
+}
+
+/// Why [`DynamicQueryBuilder::build`] refused the terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DynamicQueryError {
+    /// No component of the world has this id.
+    UnknownComponent(ComponentId),
+    /// The component is written by one term and read or written by another, so an item
+    /// would alias it.
+    Conflict {
+        /// The component's name.
+        component: &'static str,
+    },
+    /// A term writes a component registered as immutable.
+    ImmutableComponent {
+        /// The component's name.
+        component: &'static str,
+    },
+}
+
+impl fmt::Display for DynamicQueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownComponent(id) => write!(
+                f,
+                "no component has id {} in the query's world; component ids are per world: take \
+                 them from that world's `components()` or registration",
+                id.index()
+            ),
+            Self::Conflict { component } => write!(
+                f,
+                "the query writes `{component}` in one term and reads or writes it in another; keep \
+                 one term for it (a write term can be read through too)"
+            ),
+            Self::ImmutableComponent { component } => write!(
+                f,
+                "the query writes `{component}`, which is immutable (its values are replaced by \
+                 insert, never changed in place); read it instead"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DynamicQueryError {}
+
+/// The entities of one run of a [`DynamicQuery`], archetype by archetype in row order.
+pub struct DynamicIter<'w> {
+    archetypes: &'w [Archetype],
+    matched: std::slice::Iter<'w, DynamicMatch>,
+    fetch: &'w [FetchTerm],
+    /// The archetype being walked, its columns, and the next row.
+    current: Option<(&'w Table, &'w [Entity], &'w [u32])>,
+    row: usize,
+    run: RunTicks,
+}
+
+impl<'w> DynamicIter<'w> {
+    /// The iterator of `query`'s run `run` over `world`, whose archetypes it has matched.
+    /// Handing out write access is sound because both are borrowed for `'w` and the items'
+    /// rows are distinct: a `&mut World` for `iter_mut`; `iter` has no write terms.
+    fn new(query: &'w DynamicQuery, world: &'w World, run: RunTicks) -> Self {
+        Self {
+            archetypes: world.archetype_list(),
+            matched: query.matched.iter(),
+            fetch: &query.fetch,
+            current: None,
+            row: 0,
+            run,
+        }
+    }
+}
+
+impl<'w> Iterator for DynamicIter<'w> {
+    type Item = DynamicItem<'w>;
+
+    fn next(&mut self) -> Option<DynamicItem<'w>> {
+        loop {
+            if let Some((table, entities, columns)) = self.current
+                && let Some(&entity) = entities.get(self.row)
+            {
+                let row = self.row;
+                self.row += 1;
+                return Some(DynamicItem {
+                    entity,
+                    table,
+                    row,
+                    fetch: self.fetch,
+                    columns,
+                    run: self.run,
+                });
+            }
+            let matched = self.matched.next()?;
+            let archetype = &self.archetypes[matched.archetype.index()];
+            self.current = Some((&archetype.table, archetype.entities(), &matched.columns));
+            self.row = 0;
+        }
+    }
+}
+
+/// One entity of a [`DynamicQuery`] run: its id and its fetched components by id.
+pub struct DynamicItem<'w> {
+    entity: Entity,
+    table: &'w Table,
+    row: usize,
+    fetch: &'w [FetchTerm],
+    columns: &'w [u32],
+    run: RunTicks,
+}
+
+impl DynamicItem<'_> {
+    /// The entity.
+    pub fn entity(&self) -> Entity {
+        self.entity
+    }
+
+    /// The column of the first fetch term of `id` (a write term when `write`), if the
+    /// entity has it.
+    fn column(&self, id: ComponentId, write: bool) -> Option<usize> {
+        let term = (self.fetch.iter()).position(|t| t.id == id && (t.write || !write))?;
+        let column = self.columns[term];
+        (column != NO_COLUMN).then_some(column as usize)
+    }
+
+    /// The entity's component `id`, read-only: `None` when no fetch term (read, write or
+    /// optional) names `id`, or an optional term's component is absent.
+    pub fn get(&self, id: ComponentId) -> Option<Ptr<'_>> {
+        let column = self.table.column(self.column(id, false)?);
+        // SAFETY: `row` is a live row of the table (the iterator walks `0..len` of a world
+        // borrowed for the item's life), so the pointer is in bounds and non-null; a write
+        // through this item needs `&mut self`, which the returned borrow of `self` rules out,
+        // and no other item has this row.
+        Some(unsafe { Ptr::new(NonNull::new_unchecked(column.ptr(self.row))) })
+    }
+
+    /// The entity's component `id`, writable, marking it changed when written: `None` when
+    /// no write term names `id`, or an optional one's component is absent.
+    pub fn get_mut(&mut self, id: ComponentId) -> Option<MutUntyped<'_>> {
+        let column = self.table.column(self.column(id, true)?);
+        let (row, ticks, run) = (self.row, column.ticks_base(), self.run);
+        // SAFETY: `row` is live (as in `get`). The term writes `id`, so the query's access
+        // check left no other term naming it; the iterator gives each row to one item, and
+        // holds the world exclusively for write terms (`iter_mut`; `iter` refuses them), so
+        // `&mut self` makes the value and its `changed` tick this borrow's alone. The value
+        // and the tick are written through the column's own pointers, and the tick without
+        // a reference to its pair (as in `World::get_mut`); the floor is only read, and no
+        // pass of this query writes it meanwhile.
+        unsafe {
+            let value = PtrMut::new(NonNull::new_unchecked(column.ptr(row)));
+            Some(MutUntyped::new(
+                value,
+                ComponentTicks::added_at(ticks, row),
+                &mut *ComponentTicks::changed_at(ticks, row),
+                column.changed_floor(run.this_run),
+                run,
+            ))
+        }
+    }
+}
+
+impl fmt::Debug for DynamicItem<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamicItem")
+            .field("entity", &self.entity)
+            .finish()
+    }
+}
