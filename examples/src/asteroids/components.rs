@@ -155,6 +155,23 @@ pub struct GameState {
     pub respawn_wait: f32,
 }
 
+impl GameState {
+    /// Ships a game starts with.
+    pub const LIVES: u32 = 3;
+
+    /// The score at the start of a game, after `games` games were started (this one
+    /// included): all lives, no level, no hits.
+    pub fn new(games: u32) -> Self {
+        Self {
+            lives: Self::LIVES,
+            level: 0,
+            hits: 0,
+            games,
+            respawn_wait: 0.0,
+        }
+    }
+}
+
 /// How big a game is: fixed when it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {

@@ -62,13 +62,7 @@ pub struct Game {
 /// gun, bullets, wrecks, movement and collisions.
 pub fn rules(world: &mut World) {
     use systems::*;
-    world.insert_resource(GameState {
-        lives: 3,
-        level: 0,
-        hits: 0,
-        games: 0,
-        respawn_wait: 0.0,
-    });
+    world.insert_resource(GameState::new(0));
     world.init_resource::<Pilot>();
     world.init_resource::<ScreenClock>();
     world.add_event::<Explosion>();

@@ -466,13 +466,7 @@ pub fn new_game(
     for entity in leftovers.iter() {
         commands.despawn(entity);
     }
-    *state = GameState {
-        lives: 3,
-        level: 0,
-        hits: 0,
-        games: state.games + 1,
-        respawn_wait: 0.0,
-    };
+    *state = GameState::new(state.games + 1);
 }
 
 /// Restarts the screen clock. Runs on entering each screen.
