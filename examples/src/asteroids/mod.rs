@@ -15,11 +15,14 @@
 //!   only while [`Screen::Playing`]; things keep drifting on the other screens.
 //! * `Last`: the headless renderer and the audio queue.
 //!
-//! A ship or asteroid changes state by swapping components, as in the original. The ship
-//! does it through an [`EntityStateMachine`] ([`systems::ship_states`]): one entity all game
-//! long, *playing* (controls, gun, collision circle), *destroyed* (death throes: a wreck
-//! drifting for 5 s) and *respawning* (off the field until the game manager finds it a safe
-//! spot, or the safest one after a few seconds). A hit asteroid swaps its components by hand
+//! The ship is spawned from a [`Template`] the rules register by name
+//! ([`systems::ship_template`]): what every ship starts with, in one place, given its
+//! position at the spawn. A ship or asteroid changes state by swapping components, as in
+//! the original. The ship does it through an [`EntityStateMachine`]
+//! ([`systems::ship_states`]): one entity all game long, *playing* (controls, gun,
+//! collision circle), *destroyed* (death throes: a wreck drifting for 5 s) and *respawning*
+//! (off the field until the game manager finds it a safe spot, or the safest one after a
+//! few seconds). A hit asteroid swaps its components by hand
 //! and is removed when its death throes end.
 //!
 //! The classic game is small: a handful of asteroids. To give the parallel systems rows to
@@ -63,6 +66,7 @@ pub struct Game {
 pub fn rules(world: &mut World) {
     use systems::*;
     world.insert_resource(GameState::new(0));
+    world.register_template(ship_template());
     world.init_resource::<Pilot>();
     world.init_resource::<ScreenClock>();
     world.add_event::<Explosion>();

@@ -96,11 +96,27 @@ fn ship_motion() -> Motion {
     }
 }
 
+/// The ship template's name in the world's [`Templates`]: [`rules`](super::rules)
+/// registers [`ship_template`] under it.
+pub const SHIP: &str = "ship";
+
+/// What every ship starts with (Ash's `EntityCreator.createSpaceship`): the marker, a ship
+/// at rest, an empty sound queue and its [state machine](ship_states), not yet in a state.
+/// Where it appears is given at the spawn.
+pub fn ship_template() -> Template {
+    Template::new(SHIP)
+        .with(Spaceship)
+        .with_fn(ship_motion)
+        .with_default::<Audio>()
+        .with(ship_states())
+}
+
 /// The game's one ship, playing at `at`: it keeps its entity all game long and changes
 /// state.
 fn spawn_ship(commands: &mut Commands, at: Position) {
     commands
-        .spawn((Spaceship, at, ship_motion(), Audio::default(), ship_states()))
+        .spawn_template_named(SHIP)
+        .insert((at,))
         .change_state(PLAYING);
 }
 
