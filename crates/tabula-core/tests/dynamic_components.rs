@@ -8,9 +8,11 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod common;
+
 use tabula_core::{
     Allow, Changed, ComponentDescriptor, ComponentId, DescriptorError, Disabled, DynamicQuery,
-    DynamicQueryError, Entity, EntityError, HookContext, HookWorld, OwningPtr, World,
+    DynamicQueryError, Entity, EntityError, HookContext, HookKind, HookWorld, OwningPtr, World,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -362,6 +364,52 @@ fn hooks_fire_for_by_id_inserts_and_removals_as_for_typed_ones() {
 }
 
 #[test]
+fn hooks_added_by_id_fire_for_dynamic_components_on_every_path() {
+    let mut world = World::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let id = register_tracked(&mut world, "Hooked");
+    let log = Arc::new(Mutex::new(HookLog::default()));
+    for (kind, name) in [
+        (HookKind::Add, "add"),
+        (HookKind::Insert, "insert"),
+        (HookKind::Replace, "replace"),
+        (HookKind::Remove, "remove"),
+        (HookKind::Despawn, "despawn"),
+    ] {
+        let log = Arc::clone(&log);
+        world.add_hook_by_id(id, kind, move |world: &mut HookWorld<'_>, ctx: HookContext| {
+            // The hook sees the value while the entity holds it.
+            let held = world.world().get_by_id(ctx.entity, ctx.component).is_ok();
+            assert!(held, "{name} runs while the entity holds the value");
+            log.lock().unwrap().0.push((name, ctx.entity));
+        });
+    }
+    let e = world.spawn(());
+    // SAFETY: `id` stores `Tracked`.
+    unsafe {
+        insert_as(&mut world, e, id, tracked("a", &drops)).unwrap();
+        insert_as(&mut world, e, id, tracked("b", &drops)).unwrap();
+    }
+    assert_eq!(world.remove_by_id(e, id), Ok(true));
+    // SAFETY: as above.
+    unsafe { insert_as(&mut world, e, id, tracked("c", &drops)).unwrap() };
+    world.despawn(e).unwrap();
+    let names: Vec<&str> = log.lock().unwrap().0.iter().map(|&(name, _)| name).collect();
+    let expected = [
+        "add", "insert", "replace", "insert", "replace", "remove", "add", "insert", "despawn", "replace",
+        "remove",
+    ];
+    assert_eq!(names, expected);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+#[should_panic(expected = "no component has id 77")]
+fn a_hook_for_an_unknown_id_is_refused() {
+    World::new().add_hook_by_id(ComponentId::from_index(77), HookKind::Add, |_, _| {});
+}
+
+#[test]
 fn required_components_and_removal_logs_follow_the_by_id_paths() {
     #[derive(Default, Debug, PartialEq)]
     struct Health(u32);
@@ -644,4 +692,119 @@ fn a_dynamic_query_is_for_its_own_world() {
     let mut query = DynamicQuery::builder(&mut world).read(a).build().unwrap();
     let other = World::new();
     let _ = query.iter(&other).count();
+}
+
+/// What the model expects of one entity: its `Tracked` text, its `Aligned` value, its `u32`.
+type Expected = (Option<String>, Option<Aligned>, Option<u32>);
+
+/// Random inserts, replacements, removals and despawns by id and by type, over a dropping
+/// and an over-aligned dynamic component and a typed one (which moves rows between
+/// archetypes), against a map: every value reads back, each `Tracked` value is dropped
+/// exactly once, and a dynamic query sees the entities the map says.
+#[test]
+fn random_by_id_operations_match_a_model() {
+    let (seeds, steps) = if cfg!(miri) { (2, 60) } else { (20, 400) };
+    for seed in 0..seeds {
+        let mut rng = common::Rng(seed);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut made = 0;
+        let mut world = World::new();
+        let text = register_tracked(&mut world, "Text");
+        // SAFETY: plain numbers, no drop.
+        let aligned = world
+            .register_component_with_descriptor(unsafe {
+                ComponentDescriptor::new("Aligned", Layout::new::<Aligned>(), None)
+            })
+            .unwrap();
+        let number = world.register_component::<u32>().id();
+        let mut query = DynamicQuery::builder(&mut world)
+            .read(text)
+            .optional(aligned)
+            .build()
+            .unwrap();
+        let mut model: Vec<(Entity, Expected)> = Vec::new();
+        for step in 0..steps {
+            let pick = |rng: &mut common::Rng, len: usize| (len > 0).then(|| rng.below(len));
+            match rng.below(8) {
+                0 => model.push((world.spawn(()), (None, None, None))),
+                1 | 2 => {
+                    if let Some(i) = pick(&mut rng, model.len()) {
+                        let value = format!("{seed}/{step}");
+                        made += 1;
+                        // SAFETY: `text` stores `Tracked`.
+                        unsafe { insert_as(&mut world, model[i].0, text, tracked(&value, &drops)).unwrap() };
+                        model[i].1.0 = Some(value);
+                    }
+                }
+                3 => {
+                    if let Some(i) = pick(&mut rng, model.len()) {
+                        let value = Aligned([step as u32; 4]);
+                        // SAFETY: `aligned` stores `Aligned`.
+                        unsafe { insert_as(&mut world, model[i].0, aligned, value).unwrap() };
+                        model[i].1.1 = Some(value);
+                    }
+                }
+                4 => {
+                    if let Some(i) = pick(&mut rng, model.len()) {
+                        let (id, had) = match rng.below(3) {
+                            0 => (text, model[i].1.0.take().is_some()),
+                            1 => (aligned, model[i].1.1.take().is_some()),
+                            _ => (number, model[i].1.2.take().is_some()),
+                        };
+                        assert_eq!(world.remove_by_id(model[i].0, id), Ok(had));
+                    }
+                }
+                5 => {
+                    if let Some(i) = pick(&mut rng, model.len()) {
+                        world.insert(model[i].0, (step as u32,)).unwrap();
+                        model[i].1.2 = Some(step as u32);
+                    }
+                }
+                6 => {
+                    if let Some(i) = pick(&mut rng, model.len()) {
+                        world.despawn(model.swap_remove(i).0).unwrap();
+                    }
+                }
+                _ => {
+                    if rng.chance(5) {
+                        world.clear();
+                        model.clear();
+                    }
+                }
+            }
+            let alive = model.iter().filter(|(_, e)| e.0.is_some()).count();
+            assert_eq!(
+                made - drops.load(Ordering::SeqCst),
+                alive,
+                "seed {seed} step {step}"
+            );
+            for (entity, (t, a, n)) in &model {
+                assert_eq!(
+                    world
+                        .get_by_id(*entity, text)
+                        .ok()
+                        .map(|_| text_of(&world, *entity, text)),
+                    *t
+                );
+                // SAFETY: the ids store the types read.
+                unsafe {
+                    assert_eq!(read_as::<Aligned>(&world, *entity, aligned).ok(), *a);
+                    assert_eq!(read_as::<u32>(&world, *entity, number).ok(), *n);
+                }
+            }
+            let mut seen: Vec<(Entity, bool)> = query
+                .iter(&world)
+                .map(|item| (item.entity(), item.get(aligned).is_some()))
+                .collect();
+            let mut expected: Vec<(Entity, bool)> = (model.iter())
+                .filter(|(_, e)| e.0.is_some())
+                .map(|(entity, e)| (*entity, e.1.is_some()))
+                .collect();
+            seen.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(seen, expected, "seed {seed} step {step}");
+        }
+        drop(world);
+        assert_eq!(made, drops.load(Ordering::SeqCst), "every value dropped once");
+    }
 }

@@ -7,8 +7,10 @@
 
 use std::alloc::Layout;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use super::World;
+use super::hooks::{HookContext, HookKind, HookWorld};
 use super::structural::{InsertValues, RemoveValues};
 use crate::change::{ComponentTicks, RunTicks, Tick};
 use crate::component::{ComponentId, ComponentInfo};
@@ -56,6 +58,50 @@ impl World {
             return Err(DescriptorError::DuplicateName { name });
         }
         Ok(self.components.push(name, layout, drop, type_id))
+    }
+
+    /// Adds a [hook](crate::HookKind) of `kind` to component `id`, after its others of that
+    /// kind: how a component without a Rust type gets the hooks that
+    /// [`register_component`](Self::register_component) gives a typed one. It runs on every
+    /// path, typed or by id, in the documented order.
+    ///
+    /// ```
+    /// use std::alloc::Layout;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use tabula::{ComponentDescriptor, HookKind, OwningPtr, World};
+    ///
+    /// static ADDED: AtomicUsize = AtomicUsize::new(0);
+    /// let mut world = World::new();
+    /// // SAFETY: plain bytes, no drop.
+    /// let tag = world.register_component_with_descriptor(unsafe {
+    ///     ComponentDescriptor::new("Tag", Layout::new::<u8>(), None)
+    /// })?;
+    /// world.add_hook_by_id(tag, HookKind::Add, |_, _| {
+    ///     ADDED.fetch_add(1, Ordering::Relaxed);
+    /// });
+    /// let e = world.spawn(());
+    /// // SAFETY: a `u8`, the layout registered.
+    /// OwningPtr::make(1u8, |value| unsafe { world.insert_by_id(e, tag, value) })?;
+    /// assert_eq!(ADDED.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    /// When no component has id `id` in this world.
+    #[track_caller]
+    pub fn add_hook_by_id(
+        &mut self,
+        id: ComponentId,
+        kind: HookKind,
+        hook: impl Fn(&mut HookWorld<'_>, HookContext) + Send + Sync + 'static,
+    ) {
+        assert!(
+            self.components.get_info(id).is_some(),
+            "add_hook_by_id: no component has id {} in this world; register it first (ids are \
+             per world)",
+            id.index()
+        );
+        self.add_hook(id, kind, Arc::new(hook));
     }
 
     /// The registered component `id`, or the error for asking `entity` about an unknown one.
