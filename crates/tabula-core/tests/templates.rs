@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tabula::prelude::*;
 use tabula::{CommandError, CommandQueue, HookKind, ParallelCommandQueue, TemplateError};
 
+mod common;
+
 #[derive(Clone, Debug, PartialEq)]
 struct Hull(u32);
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -427,6 +429,121 @@ fn the_hierarchy_hooks_keep_children_consistent_across_commands() {
     for c in children {
         assert_eq!(world.parent(c), Ok(Some(fleet)));
         assert_eq!(world.get::<Hull>(c), Ok(&Hull(100)));
+    }
+}
+
+// Model: random templates, extended and nested, against a naive reference.
+
+#[derive(Clone, Debug, PartialEq)]
+struct Slot<const N: usize>(u32);
+
+/// The reference: what an entity of a template has, computed the plain way.
+#[derive(Clone, Default)]
+struct ModelTemplate {
+    inherited: std::collections::BTreeMap<usize, u32>,
+    own: std::collections::BTreeMap<usize, u32>,
+    inherited_children: Vec<ModelTemplate>,
+    own_children: Vec<ModelTemplate>,
+}
+
+impl ModelTemplate {
+    fn components(&self) -> std::collections::BTreeMap<usize, u32> {
+        let mut all = self.inherited.clone();
+        all.extend(self.own.iter().map(|(&k, &v)| (k, v)));
+        all
+    }
+    fn children(&self) -> Vec<ModelTemplate> {
+        self.inherited_children
+            .iter()
+            .chain(&self.own_children)
+            .cloned()
+            .collect()
+    }
+}
+
+fn with_slot(t: Template, slot: usize, value: u32) -> Template {
+    match slot {
+        0 => t.with(Slot::<0>(value)),
+        1 => t.with(Slot::<1>(value)),
+        2 => t.with_fn(move || Slot::<2>(value)),
+        3 => t.with_shared(Arc::new(Slot::<3>(value))),
+        4 => t.with(Slot::<4>(value)),
+        _ => t.with(Slot::<5>(value)),
+    }
+}
+
+fn slots_of(world: &World, e: Entity) -> std::collections::BTreeMap<usize, u32> {
+    let slots = [
+        world.get::<Slot<0>>(e).ok().map(|s| s.0),
+        world.get::<Slot<1>>(e).ok().map(|s| s.0),
+        world.get::<Slot<2>>(e).ok().map(|s| s.0),
+        world.get::<Slot<3>>(e).ok().map(|s| s.0),
+        world.get::<Slot<4>>(e).ok().map(|s| s.0),
+        world.get::<Slot<5>>(e).ok().map(|s| s.0),
+    ];
+    (slots.into_iter().enumerate())
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect()
+}
+
+/// Checks `e` and its descendants against `model`; returns how many entities that is.
+fn check(world: &World, e: Entity, model: &ModelTemplate) -> usize {
+    assert_eq!(slots_of(world, e), model.components(), "entity {e:?}");
+    let children = world.children(e).map(<[Entity]>::to_vec).unwrap_or_default();
+    let expected = model.children();
+    assert_eq!(children.len(), expected.len(), "children of {e:?}");
+    1 + (children.iter().zip(&expected))
+        .map(|(&c, m)| check(world, c, m))
+        .sum::<usize>()
+}
+
+#[test]
+fn random_templates_spawn_what_a_naive_model_says() {
+    let seeds = if cfg!(miri) { 3 } else { 40 };
+    for seed in 0..seeds {
+        let mut rng = common::Rng(seed);
+        let mut pool: Vec<(Template, ModelTemplate)> = Vec::new();
+        for i in 0..12 {
+            let mut t = Template::new(format!("t{i}"));
+            let mut m = ModelTemplate::default();
+            for _ in 0..rng.below(7) {
+                match rng.below(4) {
+                    0 | 1 => {
+                        let (slot, value) = (rng.below(6), rng.below(1000) as u32);
+                        t = with_slot(t, slot, value);
+                        m.own.insert(slot, value);
+                    }
+                    2 if !pool.is_empty() => {
+                        let (base, base_model) = &pool[rng.below(pool.len())];
+                        t = t.extends(base);
+                        m.inherited.extend(base_model.components());
+                        m.inherited_children.extend(base_model.children());
+                    }
+                    3 if !pool.is_empty() && rng.chance(50) => {
+                        let (child, child_model) = &pool[rng.below(pool.len())];
+                        t = t.with_child(child.clone());
+                        m.own_children.push(child_model.clone());
+                    }
+                    _ => {}
+                }
+            }
+            pool.push((t, m));
+        }
+        let mut world = World::new();
+        let mut queue = CommandQueue::new();
+        let mut spawned = Vec::new();
+        for (t, m) in &pool {
+            spawned.push((world.spawn_template(t), m));
+            let deferred = Commands::new(&mut queue, &world).spawn_template(t).id();
+            spawned.push((deferred, m));
+        }
+        assert!(queue.apply(&mut world).is_empty());
+        let total: usize = spawned.iter().map(|&(e, m)| check(&world, e, m)).sum();
+        assert_eq!(
+            world.len() as usize,
+            total,
+            "seed {seed}: nothing else was spawned"
+        );
     }
 }
 
