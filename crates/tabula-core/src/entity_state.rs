@@ -53,11 +53,11 @@
 //! # Cost
 //!
 //! Every removed or added component is one [`World::remove`] / [`World::insert`] of that
-//! component (the storage has no type-erased bundle move yet): a change that removes `r`
-//! components and adds `a` moves the entity's row `r + a` times, each along a cached
-//! archetype edge. Hooks and observers of each component run as they do for those calls;
-//! their commands are applied after each move, so a hook that despawns the entity ends the
-//! change early with an error.
+//! component (a [template](crate::template) spawn, by contrast, moves its entity once): a
+//! change that removes `r` components and adds `a` moves the entity's row `r + a` times,
+//! each along a cached archetype edge. Hooks and observers of each component run as they do
+//! for those calls; their commands are applied after each move, so a hook that despawns the
+//! entity ends the change early with an error.
 //!
 //! ```
 //! use std::sync::Arc;
