@@ -170,7 +170,9 @@ impl Components {
     }
 
     /// The component registered under `name`: a dynamic component's name, or a Rust type's
-    /// full [`type_name`](std::any::type_name) (`"my_game::Position"`).
+    /// full [`type_name`](std::any::type_name) (`"my_game::Position"`). When a dynamic
+    /// component took a Rust type's name before the type was first used, the name finds the
+    /// dynamic component (the type is still found by [`id`](Self::id)).
     ///
     /// ```
     /// let mut world = tabula::World::new();

@@ -646,6 +646,89 @@ fn dynamic_queries_skip_disabled_entities_unless_they_name_them() {
 }
 
 #[test]
+fn dynamic_added_and_changed_filters_follow_writes_by_id_and_by_type() {
+    let mut world = World::new();
+    let position = world.register_component::<Position>().id();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let label = register_tracked(&mut world, "Label");
+    let a = world.spawn((Position(0.0, 0.0),));
+    let b = world.spawn((Position(1.0, 0.0),));
+    let mut changed = DynamicQuery::builder(&mut world)
+        .read(position)
+        .changed(position)
+        .build()
+        .unwrap();
+    let mut added = DynamicQuery::builder(&mut world).added(label).build().unwrap();
+    let entities = |query: &mut DynamicQuery, world: &World| {
+        let mut seen: Vec<Entity> = query.iter(world).map(|item| item.entity()).collect();
+        seen.sort_unstable();
+        seen
+    };
+    assert_eq!(
+        entities(&mut changed, &world).len(),
+        2,
+        "the first run sees every row"
+    );
+    assert_eq!(entities(&mut changed, &world), []);
+    assert_eq!(entities(&mut added, &world), []);
+
+    world.get_mut::<Position>(a).unwrap().0 = 3.0;
+    assert_eq!(entities(&mut changed, &world), [a]);
+    let mut value = world.get_mut_by_id(b, position).unwrap();
+    // SAFETY: `position` stores `Position`.
+    unsafe { value.as_mut().deref_mut::<Position>().1 = 3.0 };
+    assert_eq!(entities(&mut changed, &world), [b]);
+
+    // SAFETY: `label` stores `Tracked`.
+    unsafe { insert_as(&mut world, b, label, tracked("new", &drops)).unwrap() };
+    assert_eq!(entities(&mut added, &world), [b]);
+    assert_eq!(entities(&mut added, &world), []);
+    // SAFETY: as above.
+    unsafe { insert_as(&mut world, b, label, tracked("replaced", &drops)).unwrap() };
+    assert_eq!(
+        entities(&mut added, &world),
+        [],
+        "a replacement is not an addition"
+    );
+
+    // A writing query with a change filter on the component it writes sees what changed
+    // since its previous run but not its own writes, as a typed one does.
+    let mut bump = DynamicQuery::builder(&mut world)
+        .write(position)
+        .changed(position)
+        .build()
+        .unwrap();
+    let mut dynamic_runs = Vec::new();
+    for step in 0..3 {
+        if step == 2 {
+            world.get_mut::<Position>(a).unwrap().1 = 9.0;
+        }
+        let mut seen = Vec::new();
+        bump.for_each(&mut world, |mut item| {
+            // SAFETY: as above.
+            unsafe { item.get_mut(position).unwrap().as_mut().deref_mut::<Position>().0 += 1.0 };
+            seen.push(item.entity());
+        });
+        dynamic_runs.push(seen.len());
+    }
+    let mut typed = world.query_filtered::<&mut Position, Changed<Position>>();
+    let mut typed_runs = Vec::new();
+    for step in 0..3 {
+        if step == 2 {
+            world.get_mut::<Position>(b).unwrap().1 = 9.0;
+        }
+        let mut count = 0;
+        typed.for_each(&mut world, |mut p| {
+            p.0 += 1.0;
+            count += 1;
+        });
+        typed_runs.push(count);
+    }
+    assert_eq!(dynamic_runs, [2, 0, 1]);
+    assert_eq!(typed_runs, dynamic_runs);
+}
+
+#[test]
 fn dynamic_query_terms_are_checked() {
     let mut world = World::new();
     let a = world.register_component::<Position>().id();

@@ -22,8 +22,17 @@ struct FetchTerm {
     optional: bool,
 }
 
+/// A filter on a row's change ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TickFilter {
+    /// The value was added since the query's last run.
+    Added,
+    /// The value was added or written since the query's last run.
+    Changed,
+}
+
 /// An archetype the query matched, with the column of each fetch term there
-/// ([`NO_COLUMN`] for an optional term the archetype lacks).
+/// ([`NO_COLUMN`] for an optional term the archetype lacks), then of each tick filter.
 struct DynamicMatch {
     archetype: ArchetypeId,
     columns: Box<[u32]>,
@@ -37,7 +46,10 @@ struct DynamicMatch {
 /// tests only new ones on each use, and it skips entities with a
 /// [disabling component](crate::Disabled) unless a term names it (`with`, `read`,
 /// `optional`, [`allow`](DynamicQueryBuilder::allow), ...). Writing through
-/// [`DynamicItem::get_mut`] marks the value changed, as a `&mut T` term does.
+/// [`DynamicItem::get_mut`] marks the value changed, as a `&mut T` term does, and the
+/// [`added`](DynamicQueryBuilder::added) and [`changed`](DynamicQueryBuilder::changed)
+/// filters pass the rows added or changed since the query's previous run, as
+/// [`Added<T>`](crate::Added) and [`Changed<T>`](crate::Changed) do.
 ///
 /// ```
 /// use tabula::{DynamicQuery, World};
@@ -65,6 +77,7 @@ pub struct DynamicQuery {
     fetch: Box<[FetchTerm]>,
     with: Box<[ComponentId]>,
     without: Box<[ComponentId]>,
+    ticks: Box<[(ComponentId, TickFilter)]>,
     access: Access,
     /// The disabling components skipped (see [`crate::disabled`]).
     skip: u64,
@@ -81,6 +94,7 @@ pub struct DynamicQueryBuilder<'w> {
     with: Vec<ComponentId>,
     without: Vec<ComponentId>,
     allow: Vec<ComponentId>,
+    ticks: Vec<(ComponentId, TickFilter)>,
 }
 
 impl DynamicQuery {
@@ -92,6 +106,7 @@ impl DynamicQuery {
             with: Vec::new(),
             without: Vec::new(),
             allow: Vec::new(),
+            ticks: Vec::new(),
         }
     }
 
@@ -137,13 +152,13 @@ impl DynamicQuery {
         if !self.with.iter().all(has) || self.without.iter().any(has) {
             return None;
         }
-        (self.fetch.iter())
-            .map(|term| match archetype.column_of(term.id) {
-                Some(column) => Some(column as u32),
-                None if term.optional => Some(NO_COLUMN),
-                None => None,
-            })
-            .collect()
+        let fetched = (self.fetch.iter()).map(|term| match archetype.column_of(term.id) {
+            Some(column) => Some(column as u32),
+            None if term.optional => Some(NO_COLUMN),
+            None => None,
+        });
+        let filtered = (self.ticks.iter()).map(|&(id, _)| archetype.column_of(id).map(|c| c as u32));
+        fetched.chain(filtered).collect()
     }
 
     /// Every matched entity, with write access to the write terms. Starts a run: change
@@ -229,6 +244,35 @@ impl DynamicQueryBuilder<'_> {
         self
     }
 
+    /// Matches only the rows whose component `id` was added since the query's previous run
+    /// (every row on the first), as [`Added<T>`](crate::Added).
+    pub fn added(mut self, id: ComponentId) -> Self {
+        self.ticks.push((id, TickFilter::Added));
+        self
+    }
+
+    /// Matches only the rows whose component `id` was added or written since the query's
+    /// previous run (every row on the first), as [`Changed<T>`](crate::Changed).
+    ///
+    /// ```
+    /// use tabula::{DynamicQuery, World};
+    ///
+    /// let mut world = World::new();
+    /// let hp = world.register_component::<u32>().id();
+    /// let a = world.spawn((10u32,));
+    /// world.spawn((20u32,));
+    /// let mut changed = DynamicQuery::builder(&mut world).changed(hp).build()?;
+    /// assert_eq!(changed.iter(&world).count(), 2); // the first run sees every row
+    /// *world.get_mut::<u32>(a)? -= 1;
+    /// assert_eq!(changed.iter(&world).map(|item| item.entity()).collect::<Vec<_>>(), [a]);
+    /// assert_eq!(changed.iter(&world).count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn changed(mut self, id: ComponentId) -> Self {
+        self.ticks.push((id, TickFilter::Changed));
+        self
+    }
+
     /// Names disabling component `id` without filtering on it, so that entities it disables
     /// are matched too (as [`Allow<T>`](crate::Allow)).
     pub fn allow(mut self, id: ComponentId) -> Self {
@@ -254,8 +298,11 @@ impl DynamicQueryBuilder<'_> {
     /// [immutable](crate::ComponentRegistration::immutable) component.
     pub fn build(self) -> Result<DynamicQuery, DynamicQueryError> {
         let world = self.world;
+        let filters = self.with.iter().chain(&self.without).chain(&self.allow);
+        let ticked = self.ticks.iter().map(|&(id, _)| id);
         let all = (self.fetch.iter().map(|t| t.id))
-            .chain(self.with.iter().chain(&self.without).chain(&self.allow).copied());
+            .chain(filters.copied())
+            .chain(ticked);
         for id in all {
             if world.components().get_info(id).is_none() {
                 return Err(DynamicQueryError::UnknownComponent(id));
@@ -282,12 +329,17 @@ impl DynamicQueryBuilder<'_> {
         self.with.iter().for_each(|&id| access.add_with(id));
         self.without.iter().for_each(|&id| access.add_without(id));
         self.allow.iter().for_each(|&id| access.add_named(id));
+        for &(id, _) in &self.ticks {
+            access.add_filter_read(id);
+            access.add_with(id);
+        }
         let skip = world.default_query_skip(&access);
         let mut query = DynamicQuery {
             world: world.id(),
             fetch: self.fetch.into(),
             with: self.with.into(),
             without: self.without.into(),
+            ticks: self.ticks.into(),
             access,
             skip,
             matched: Vec::new(),
@@ -348,6 +400,7 @@ pub struct DynamicIter<'w> {
     archetypes: &'w [Archetype],
     matched: std::slice::Iter<'w, DynamicMatch>,
     fetch: &'w [FetchTerm],
+    ticks: &'w [(ComponentId, TickFilter)],
     /// The archetype being walked, its columns, and the next row.
     current: Option<(&'w Table, &'w [Entity], &'w [u32])>,
     row: usize,
@@ -363,10 +416,32 @@ impl<'w> DynamicIter<'w> {
             archetypes: world.archetype_list(),
             matched: query.matched.iter(),
             fetch: &query.fetch,
+            ticks: &query.ticks,
             current: None,
             row: 0,
             run,
         }
+    }
+}
+
+impl DynamicIter<'_> {
+    /// True when `row` passes every tick filter; `columns` are the filters' columns.
+    fn passes_ticks(&self, table: &Table, columns: &[u32], row: usize) -> bool {
+        let RunTicks { last_run, this_run } = self.run;
+        (self.ticks.iter().zip(columns)).all(|(&(_, filter), &column)| {
+            let column = table.column(column as usize);
+            // SAFETY: `row` is a live row, so its tick pair is written. Only this row's ticks
+            // and the column's floor are read; the one write access that could touch them is
+            // an item of this very row, which is made only after the test, and no pass
+            // writes the floor while the world is borrowed for the iteration.
+            let tick = unsafe {
+                match filter {
+                    TickFilter::Added => ComponentTicks::added_at(column.ticks_base(), row),
+                    TickFilter::Changed => column.changed_of(row, this_run),
+                }
+            };
+            tick.is_newer_than(last_run, this_run)
+        })
     }
 }
 
@@ -380,6 +455,9 @@ impl<'w> Iterator for DynamicIter<'w> {
             {
                 let row = self.row;
                 self.row += 1;
+                if !self.passes_ticks(table, &columns[self.fetch.len()..], row) {
+                    continue;
+                }
                 return Some(DynamicItem {
                     entity,
                     table,
