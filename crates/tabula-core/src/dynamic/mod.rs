@@ -47,6 +47,32 @@
 //! assert_eq!(world.remove_by_id(e, wind), Ok(true));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The pointers borrow what they came from, so the borrow checker keeps them from outliving
+//! a value: a `Ptr` kept across a despawn does not compile,
+//!
+//! ```compile_fail
+//! let mut world = tabula::World::new();
+//! let id = world.register_component::<String>().id();
+//! let e = world.spawn((String::from("gone"),));
+//! let ptr = world.get_by_id(e, id).unwrap();
+//! world.despawn(e).unwrap(); // error: `world` is borrowed by `ptr`
+//! let _ = ptr.as_ptr();
+//! ```
+//!
+//! and neither does a read of a query item's value kept across a write of it:
+//!
+//! ```compile_fail
+//! let mut world = tabula::World::new();
+//! let id = world.register_component::<u32>().id();
+//! world.spawn((1u32,));
+//! let mut query = tabula::DynamicQuery::builder(&mut world).write(id).build().unwrap();
+//! query.for_each(&mut world, |mut item| {
+//!     let read = item.get(id).unwrap();
+//!     let write = item.get_mut(id).unwrap(); // error: `item` is borrowed by `read`
+//!     let _ = (read.as_ptr(), write);
+//! });
+//! ```
 
 mod descriptor;
 mod ptr;
