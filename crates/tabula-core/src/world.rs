@@ -865,6 +865,24 @@ impl World {
         Tick::new(self.change_tick.fetch_add(1, Ordering::Relaxed) as u32)
     }
 
+    /// Reserves `count` consecutive change ticks for runs that an executor starts later, and
+    /// returns the first: the clock moves past them at once, and each run is then started
+    /// at its own tick through [`UnsafeWorldCell::with_run_tick`] instead of advancing the
+    /// shared clock itself. A schedule lays out the ticks of the systems between two
+    /// exclusive nodes this way, in its order, so that parallel systems do not contend on
+    /// the clock and every system gets the same tick whatever the thread count.
+    ///
+    /// ```
+    /// use tabula::World;
+    /// let world = World::new();
+    /// let first = world.reserve_change_ticks(3);
+    /// assert_eq!(u64::from(world.change_tick().get()), first + 3);
+    /// ```
+    #[inline]
+    pub fn reserve_change_ticks(&self, count: u64) -> u64 {
+        self.change_tick.fetch_add(count, Ordering::Relaxed)
+    }
+
     /// Starts a run of a query or system whose previous run is `last_run`: advances the clock
     /// like [`increment_change_tick`](Self::increment_change_tick), records the new run in
     /// `last_run`, and returns the run's ticks. However long ago the previous run was, the
@@ -890,7 +908,7 @@ impl World {
 
     /// The ticks of a run starting at clock reading `now`, recording it in `last_run`.
     #[inline]
-    fn run_ticks(last_run: &mut LastRun, now: u64) -> RunTicks {
+    pub(crate) fn run_ticks(last_run: &mut LastRun, now: u64) -> RunTicks {
         let ticks = RunTicks {
             last_run: last_run.seen_from(now),
             this_run: Tick::new(now as u32),

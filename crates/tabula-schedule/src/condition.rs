@@ -235,6 +235,10 @@ impl<A: System<In = (), Out = bool>, B: System<In = (), Out = bool>> System for 
         self.parts.update_archetypes(world);
     }
 
+    fn ticks_per_run(&self) -> u64 {
+        self.parts.ticks_per_run()
+    }
+
     unsafe fn run_unsafe_with(&mut self, (): (), world: UnsafeWorldCell<'_>) -> bool {
         // SAFETY: forwarded contract; the caller holds this system's access, the pair's,
         // and the parts run one after the other.

@@ -80,7 +80,7 @@ pub use one_shot::{CommandsRunSystem, RunSystemError, SystemId, WorldSystems};
 pub use param::ParamSet;
 pub use param::{
     Described, EventReader, EventWriter, Local, ParallelCommands, Query, RemovedComponents, Res, ResMut,
-    RunTicks, SystemMeta, SystemParam, SystemParamItem, Trigger,
+    RunTicks, SystemChangeTick, SystemMeta, SystemParam, SystemParamItem, Trigger,
 };
 pub use param::{ParScratch, Scratch, ScratchArenas, ScratchVec};
 pub use pipe::{IsPipe, Pipe, PipeSystem};

@@ -54,6 +54,11 @@ impl<A: System, B: System> SystemPair<A, B> {
         }
     }
 
+    /// Both parts' ticks per run, added (see [`System::ticks_per_run`]).
+    pub(crate) fn ticks_per_run(&self) -> u64 {
+        self.first.ticks_per_run() + self.second.as_ref().map_or(0, System::ticks_per_run)
+    }
+
     /// Runs the first part.
     ///
     /// # Safety
@@ -81,9 +86,12 @@ impl<A: System, B: System> SystemPair<A, B> {
             // the pair is exclusive, so nothing else touches the world.
             second.update_archetypes(unsafe { world.world() });
         }
+        // The second part starts at the tick after the first part's (when the cell carries
+        // a run tick), so that each part sees the other's writes on its next run.
+        let later = world.with_later_run_tick(self.first.ticks_per_run());
         // SAFETY: as for `run_first`; the second part's archetypes are up to date (updated
         // with the pair, and again just now if the first part could change the structure).
-        Some(unsafe { second.run_unsafe_with(input, world) })
+        Some(unsafe { second.run_unsafe_with(input, later) })
     }
 
     /// Whether either part has deferred work.

@@ -75,6 +75,10 @@ impl<A: System, B: System<In = A::Out>> System for PipeSystem<A, B> {
         self.parts.update_archetypes(world);
     }
 
+    fn ticks_per_run(&self) -> u64 {
+        self.parts.ticks_per_run()
+    }
+
     unsafe fn run_unsafe_with(&mut self, input: A::In, world: UnsafeWorldCell<'_>) -> B::Out {
         // SAFETY: forwarded contract: the caller holds this system's access, the pair's,
         // which was initialised and updated with the pipe; the first part's run has ended

@@ -16,6 +16,7 @@ use tabula_core::{World, WorldId, short_type_name};
 use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
 use crate::executor::plan::Plan;
 use crate::executor::protocol::RunState;
+use crate::executor::ticks::TickLayout;
 use crate::executor::{
     ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, is_warm_up_run, parallel,
     single,
@@ -69,6 +70,8 @@ struct BuiltSchedule {
     graph: Built,
     state: RunState,
     plan: Plan,
+    /// Which tick each system starts at, within its segment.
+    ticks: TickLayout,
     /// Runs since the build (wrapping), which decides the runs that sample system costs.
     runs: u32,
     /// The explicit edges between slots (constraints and chains, sets resolved).
@@ -812,6 +815,7 @@ impl Schedule {
             })
             .collect();
         let state = RunState::new(&graph.deps);
+        let ticks = TickLayout::new(&self.slots, &nodes, &graph.order);
         Ok(BuiltSchedule {
             nodes,
             names,
@@ -819,6 +823,7 @@ impl Schedule {
             graph,
             state,
             plan: Plan::new(),
+            ticks,
             runs: 0,
             explicit: edges,
         })
@@ -910,6 +915,7 @@ impl Schedule {
                     &built.nodes,
                     &built.graph,
                     &built.plan,
+                    &built.ticks,
                     &mut built.state,
                     world,
                     ctx,
@@ -923,6 +929,7 @@ impl Schedule {
                     &mut self.slots,
                     &built.nodes,
                     &built.graph,
+                    &built.ticks,
                     world,
                     ctx,
                     &mut self.command_errors,

@@ -38,6 +38,16 @@ pub trait System: Send + Sync + 'static {
     /// Catches up with archetypes created since the last run.
     fn update_archetypes(&mut self, world: &World);
 
+    /// How many change ticks one run takes: one per system run inside it (a pipe takes its
+    /// parts' sum). A schedule reserves that many for the system, in its order (see
+    /// [`World::reserve_change_ticks`]), and hands the first in the cell; a system that
+    /// runs another after its first part gives it the cell
+    /// [`with_later_run_tick`](UnsafeWorldCell::with_later_run_tick), so that each part
+    /// starts at a tick of its own, later than its predecessor's.
+    fn ticks_per_run(&self) -> u64 {
+        1
+    }
+
     /// Runs the system on `input`.
     ///
     /// # Safety

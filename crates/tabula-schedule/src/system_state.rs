@@ -218,6 +218,8 @@ unsafe impl<R: Component> ReadOnlySystemParam for Res<'_, R> {}
 unsafe impl<R: Component> ReadOnlySystemParam for Option<Res<'_, R>> {}
 // SAFETY: touches only its own state.
 unsafe impl<T: Default + Send + Sync + 'static> ReadOnlySystemParam for Local<'_, T> {}
+// SAFETY: reads nothing of the world.
+unsafe impl ReadOnlySystemParam for crate::SystemChangeTick {}
 // SAFETY: reads the whole world, writes nothing.
 unsafe impl ReadOnlySystemParam for &World {}
 // SAFETY: reads the event queue; only its own cursor moves.

@@ -20,8 +20,14 @@ use super::World;
 pub struct UnsafeWorldCell<'w> {
     world: *mut World,
     mutable: bool,
+    /// The tick [`start_run`](Self::start_run) gives, reserved ahead by an executor;
+    /// [`NO_RUN_TICK`] when runs advance the world's clock.
+    run_tick: u64,
     _marker: PhantomData<&'w World>,
 }
+
+/// `run_tick` when none was reserved.
+const NO_RUN_TICK: u64 = u64::MAX;
 
 // SAFETY: the cell is a capability, not access: every use goes through an `unsafe` method
 // whose caller guarantees the access is not aliased. `World` itself is `Send + Sync`.
@@ -35,6 +41,7 @@ impl<'w> UnsafeWorldCell<'w> {
         Self {
             world,
             mutable: true,
+            run_tick: NO_RUN_TICK,
             _marker: PhantomData,
         }
     }
@@ -44,6 +51,7 @@ impl<'w> UnsafeWorldCell<'w> {
         Self {
             world: std::ptr::from_ref(world).cast_mut(),
             mutable: false,
+            run_tick: NO_RUN_TICK,
             _marker: PhantomData,
         }
     }
@@ -86,12 +94,61 @@ impl<'w> UnsafeWorldCell<'w> {
         unsafe { &*self.world }.increment_change_tick()
     }
 
+    /// [`World::reserve_change_ticks`]: reserves `count` ticks and returns the first.
+    #[inline]
+    pub fn reserve_change_ticks(self, count: u64) -> u64 {
+        // SAFETY: as in `increment_change_tick`.
+        unsafe { &*self.world }.reserve_change_ticks(count)
+    }
+
     /// [`World::start_run`]: advances the change clock and returns the ticks of a run whose
-    /// previous run is `last_run`, recording the new one there.
+    /// previous run is `last_run`, recording the new one there. A cell given a run tick
+    /// ([`with_run_tick`](Self::with_run_tick)) starts the run at that tick instead and
+    /// leaves the clock alone.
     #[inline]
     pub fn start_run(self, last_run: &mut LastRun) -> RunTicks {
-        // SAFETY: as in `increment_change_tick`.
-        unsafe { &*self.world }.start_run(last_run)
+        if self.run_tick == NO_RUN_TICK {
+            // SAFETY: as in `increment_change_tick`.
+            unsafe { &*self.world }.start_run(last_run)
+        } else {
+            World::run_ticks(last_run, self.run_tick)
+        }
+    }
+
+    /// This cell, with runs started through it ([`start_run`](Self::start_run)) at `tick`,
+    /// which the caller reserved with [`World::reserve_change_ticks`] (a tick that was not
+    /// reserved breaks change detection, not memory safety: writes stamped with it may be
+    /// seen twice or missed). A schedule gives each system its tick this way.
+    ///
+    /// ```
+    /// use tabula::{LastRun, UnsafeWorldCell, World};
+    /// let mut world = World::new();
+    /// let first = world.reserve_change_ticks(2);
+    /// let cell = UnsafeWorldCell::new_mutable(&mut world).with_run_tick(first + 1);
+    /// let mut last_run = LastRun::NEVER;
+    /// let ticks = cell.start_run(&mut last_run);
+    /// assert_eq!(u64::from(ticks.this_run.get()), first + 1);
+    /// ```
+    #[inline]
+    #[must_use]
+    pub fn with_run_tick(self, tick: u64) -> Self {
+        Self {
+            run_tick: tick,
+            ..self
+        }
+    }
+
+    /// This cell with its run tick moved `by` ticks on, for the next of several runs that
+    /// one system makes (a pipe's second part, a system after its run conditions); a cell
+    /// without a run tick is returned as it is.
+    #[inline]
+    #[must_use]
+    pub fn with_later_run_tick(self, by: u64) -> Self {
+        if self.run_tick == NO_RUN_TICK {
+            self
+        } else {
+            self.with_run_tick(self.run_tick + by)
+        }
     }
 
     /// The world's current change tick.

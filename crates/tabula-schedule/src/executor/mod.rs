@@ -11,6 +11,7 @@ pub(crate) mod parallel;
 pub(crate) mod plan;
 pub(crate) mod protocol;
 pub(crate) mod single;
+pub(crate) mod ticks;
 
 use std::time::Instant;
 
@@ -215,7 +216,7 @@ fn next_estimate(cost: u64, ns: u64, warming: bool, last_was_outlier: bool) -> (
 unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
     tabula_core::with_fresh_command_context(|| {
         // SAFETY: forwarded contract.
-        if unsafe { conditions_allow(slot, world) } {
+        if let Some(world) = unsafe { conditions_allow(slot, world) } {
             // SAFETY: structure only, to catch up with new archetypes; the caller's access
             // covers it.
             slot.system.update_archetypes(unsafe { world.world() });
@@ -225,13 +226,17 @@ unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
     });
 }
 
-/// Runs every run condition of `slot` (each one, every time) and tells whether all allow
-/// the system to run.
+/// Runs every run condition of `slot` (each one, every time, each at the run tick after its
+/// predecessor's when `world` carries one: see [`ticks`]). Returns the cell the system runs
+/// with, its run tick past the conditions', when all allow it to run.
 ///
 /// # Safety
 /// As [`run_system`]: the caller holds the slot's access, which includes its conditions'.
 #[inline(always)]
-pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) -> bool {
+pub(crate) unsafe fn conditions_allow<'w>(
+    slot: &mut SystemSlot,
+    mut world: UnsafeWorldCell<'w>,
+) -> Option<UnsafeWorldCell<'w>> {
     // SAFETY: structure only, to catch up with new archetypes; the caller's access covers it.
     let structure = unsafe { world.world() };
     let mut allowed = true;
@@ -239,8 +244,9 @@ pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldC
         condition.update_archetypes(structure);
         // SAFETY: conditions are read-only and their access is part of the slot's.
         allowed &= unsafe { condition.run_unsafe(world) };
+        world = world.with_later_run_tick(condition.ticks_per_run());
     }
-    allowed
+    allowed.then_some(world)
 }
 
 /// An `apply_deferred` node: applies every pending command buffer unless one of its run
@@ -255,7 +261,7 @@ pub(crate) fn apply_deferred_node(
 ) -> usize {
     // SAFETY: `&mut World` grants every access, and the schedule initialised the slot's
     // conditions with this world.
-    if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) } {
+    if unsafe { conditions_allow(&mut slots[index], UnsafeWorldCell::new_mutable(world)) }.is_some() {
         apply_pending(slots, order, world, errors, policy)
     } else {
         0

@@ -23,13 +23,14 @@ use parking_lot::Mutex;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::{self, Thread};
 
 use tabula_core::{UnsafeWorldCell, World};
 
 use super::plan::Plan;
 use super::protocol::{Dependencies, RunState};
+use super::ticks::TickLayout;
 use super::{Node, RunContext, SystemSlot, apply_pending, conditions_allow, run_system, traced_apply};
 use crate::graph::Built;
 use crate::skipped::SkippedCommand;
@@ -59,6 +60,11 @@ struct Shared<'a> {
     apply_order: &'a [usize],
     deps: &'a Dependencies,
     plan: &'a Plan,
+    ticks: &'a TickLayout,
+    /// The first tick of the segment being run (see [`ticks`](super::ticks)): set before the
+    /// run and by each exclusive node when it ends, while nothing else runs; read by the
+    /// segment's systems, which the dependency counters order after that write.
+    segment: AtomicU64,
     state: &'a RunState,
     world: UnsafeWorldCell<'a>,
     ctx: RunContext<'a>,
@@ -107,12 +113,19 @@ impl<'a> Shared<'a> {
             Node::System(index) => {
                 // SAFETY: the protocol granted this node to this thread alone.
                 let slot = unsafe { &mut *self.slots.add(index) };
+                if !slot.is_apply_deferred && !slot.access.is_exclusive() {
+                    let tick = self.segment.load(Ordering::Relaxed) + self.ticks.offset(node);
+                    // SAFETY: the graph gives this node its declared access for now; the
+                    // schedule initialised the slot.
+                    unsafe { run_system(slot, index, self.world.with_run_tick(tick), self.ctx) };
+                    return;
+                }
                 if slot.is_apply_deferred {
                     traced_apply(self.ctx, TraceKind::ApplyDeferred, Some(index), || {
                         // SAFETY: `apply_deferred` is exclusive: nothing else runs now, so the
                         // slot's conditions may read the world, and then every slot is ours.
                         unsafe {
-                            if conditions_allow(slot, self.world) {
+                            if conditions_allow(slot, self.world).is_some() {
                                 self.apply_all()
                             } else {
                                 0
@@ -120,8 +133,8 @@ impl<'a> Shared<'a> {
                         }
                     });
                 } else {
-                    // SAFETY: the graph gives this node its declared access for now (exclusive
-                    // systems: the whole world); the schedule initialised the slot.
+                    // SAFETY: an exclusive system: the graph gives it the whole world for
+                    // now; the schedule initialised the slot.
                     unsafe { run_system(slot, index, self.world, self.ctx) };
                 }
             }
@@ -130,6 +143,10 @@ impl<'a> Shared<'a> {
                 unsafe { self.apply_all() }
             }),
         }
+        // An exclusive node (the systems above returned early) ends a segment: the next
+        // one's ticks come after every tick it took.
+        let next = self.world.reserve_change_ticks(self.ticks.segment_after(node));
+        self.segment.store(next, Ordering::Relaxed);
     }
 
     /// Applies every pending command buffer; returns how many it applied.
@@ -326,6 +343,7 @@ pub(crate) fn run(
     nodes: &[Node],
     built: &Built,
     plan: &Plan,
+    ticks: &TickLayout,
     state: &mut RunState,
     world: &mut World,
     ctx: RunContext<'_>,
@@ -341,6 +359,8 @@ pub(crate) fn run(
         apply_order: &built.apply_order,
         deps: &built.deps,
         plan,
+        ticks,
+        segment: AtomicU64::new(world.reserve_change_ticks(ticks.first_segment())),
         state,
         world: UnsafeWorldCell::new_mutable(world),
         ctx,

@@ -13,7 +13,7 @@ use std::ops::{Deref, DerefMut};
 use tabula_core::query::{ArchetypeFilter, QueryData, QueryFilter, QueryIter, ReadOnlyQueryData};
 use tabula_core::{
     Access, CommandError, Component, ComponentId, Entity, EventKey, LastRun, Mut, QueryError, QueryState,
-    Ref, UnsafeWorldCell, World, short_type_name,
+    Ref, Tick, UnsafeWorldCell, World, short_type_name,
 };
 
 use crate::access::SystemAccess;
@@ -1036,6 +1036,69 @@ unsafe impl<T: Default + Send + Sync + 'static> SystemParam for Local<'_, T> {
         _: RunTicks,
     ) -> Self::Item<'w, 's> {
         Local(state)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SystemChangeTick
+
+/// The change ticks of the system's current run: changes newer than
+/// [`last_run`](Self::last_run) and up to [`this_run`](Self::this_run) read as new to it,
+/// and its own writes are stamped with `this_run`. A schedule gives every system the same
+/// ticks whatever the thread count (see
+/// [`World::reserve_change_ticks`](tabula_core::World::reserve_change_ticks)).
+///
+/// ```
+/// use tabula::prelude::*;
+/// use tabula::schedule::SystemChangeTick;
+///
+/// #[derive(Default)]
+/// struct Seen(Vec<u32>);
+///
+/// fn record(ticks: SystemChangeTick, mut seen: ResMut<Seen>) {
+///     seen.0.push(ticks.this_run().get());
+/// }
+///
+/// let mut world = World::new();
+/// world.insert_resource(Seen::default());
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(record);
+/// schedule.run(&mut world);
+/// schedule.run(&mut world);
+/// let seen = &world.resource::<Seen>().unwrap().0;
+/// assert!(seen[0] < seen[1]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SystemChangeTick {
+    ticks: RunTicks,
+}
+
+impl SystemChangeTick {
+    /// The tick of the system's previous run.
+    pub fn last_run(&self) -> Tick {
+        self.ticks.last_run
+    }
+
+    /// The tick of this run.
+    pub fn this_run(&self) -> Tick {
+        self.ticks.this_run
+    }
+}
+
+// SAFETY: touches neither the world nor any state.
+unsafe impl SystemParam for SystemChangeTick {
+    type State = ();
+    type Item<'w, 's> = SystemChangeTick;
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) {}
+
+    unsafe fn get_param<'w, 's>(
+        _: &'s mut (),
+        _: &SystemMeta,
+        _: UnsafeWorldCell<'w>,
+        ticks: RunTicks,
+    ) -> Self::Item<'w, 's> {
+        SystemChangeTick { ticks }
     }
 }
 

@@ -1,0 +1,138 @@
+//! Change ticks laid out ahead: which tick each system of a run starts at.
+//!
+//! Every system run starts at a tick of its own, later than the ticks of the systems it is
+//! ordered after, so that it sees their writes and they see its writes on their next run.
+//! Advancing the world's clock as each system starts would do that, but it makes the
+//! clock's cache line travel between the threads of a parallel run at every system start:
+//! on trivial systems that atomic add was the largest cost, on one thread and more on two
+//! (`sched_scale` in `benches/benches/schedule.rs`).
+//!
+//! So a run reserves the ticks of a *segment* at once — the systems between two exclusive
+//! nodes (exclusive systems, `apply_deferred`, sync points), which the graph orders against
+//! every other node — and each system takes the tick of its place in the schedule's order
+//! within the segment. An exclusive node runs alone and takes its ticks from the clock as a
+//! `&mut World` caller does; the next segment is reserved after it, so every tick it used
+//! is below the next segment's. Both executors lay out the same ticks, so a run gives the
+//! same ticks whatever the thread count.
+
+use super::{Node, SystemSlot};
+
+/// Where the ticks of a built schedule's systems sit; see the [module docs](self).
+#[derive(Debug, Default)]
+pub(crate) struct TickLayout {
+    /// Per node: the offset of its first tick from its segment's first (0 for exclusive
+    /// nodes, which take no reserved tick).
+    offset: Vec<u64>,
+    /// Per node: the ticks of the segment that starts after it, for exclusive nodes (0 for
+    /// the others).
+    next_segment: Vec<u64>,
+    /// The ticks of the segment that starts the run.
+    first_segment: u64,
+}
+
+impl TickLayout {
+    /// Lays out the ticks of `order` (every node, in the schedule's order).
+    pub(crate) fn new(slots: &[SystemSlot], nodes: &[Node], order: &[usize]) -> Self {
+        let mut layout = Self {
+            offset: vec![0; nodes.len()],
+            next_segment: vec![0; nodes.len()],
+            first_segment: 0,
+        };
+        // The node that ends the segment being laid out; `None` for the first.
+        let mut opened_by: Option<usize> = None;
+        let mut length = 0_u64;
+        for &node in order {
+            match ticks_of(slots, nodes[node]) {
+                None => {
+                    layout.close(opened_by, length);
+                    opened_by = Some(node);
+                    length = 0;
+                }
+                Some(ticks) => {
+                    layout.offset[node] = length;
+                    length += ticks;
+                }
+            }
+        }
+        layout.close(opened_by, length);
+        layout
+    }
+
+    /// Records `length` as the ticks of the segment opened by `opened_by`.
+    fn close(&mut self, opened_by: Option<usize>, length: u64) {
+        match opened_by {
+            None => self.first_segment = length,
+            Some(node) => self.next_segment[node] = length,
+        }
+    }
+
+    /// The ticks of the segment that starts the run.
+    #[inline]
+    pub(crate) fn first_segment(&self) -> u64 {
+        self.first_segment
+    }
+
+    /// The ticks of the segment that starts after exclusive node `node`.
+    #[inline]
+    pub(crate) fn segment_after(&self, node: usize) -> u64 {
+        self.next_segment[node]
+    }
+
+    /// The offset of `node`'s first tick from its segment's first.
+    #[inline]
+    pub(crate) fn offset(&self, node: usize) -> u64 {
+        self.offset[node]
+    }
+}
+
+/// The ticks a node takes from its segment: its run conditions' and its system's; `None`
+/// for exclusive nodes, which end a segment.
+fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
+    match node {
+        Node::Sync => None,
+        Node::System(index) => {
+            let slot = &slots[index];
+            if slot.is_apply_deferred || slot.access.is_exclusive() {
+                None
+            } else {
+                let conditions: u64 = slot.conditions.iter().map(|c| c.ticks_per_run()).sum();
+                Some(conditions + slot.system.ticks_per_run())
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::access::SystemAccess;
+    use crate::system::{IntoSystem, apply_deferred};
+
+    fn tiny() {}
+
+    #[test]
+    fn systems_take_consecutive_ticks_and_exclusive_nodes_start_a_new_segment() {
+        let slot = || SystemSlot::new(Box::new(tiny.into_system()), Vec::new(), SystemAccess::default());
+        let apply = SystemSlot::new(
+            Box::new(apply_deferred.into_system()),
+            Vec::new(),
+            SystemAccess::default(),
+        );
+        let slots = [slot(), slot(), apply, slot()];
+        // Order: 1, 0, sync (node 4), 2 (apply_deferred), 3.
+        let nodes = [
+            Node::System(0),
+            Node::System(1),
+            Node::System(2),
+            Node::System(3),
+            Node::Sync,
+        ];
+        let layout = TickLayout::new(&slots, &nodes, &[1, 0, 4, 2, 3]);
+        assert_eq!(layout.first_segment(), 2);
+        assert_eq!((layout.offset(1), layout.offset(0)), (0, 1));
+        // The sync point opens an empty segment (the next node is exclusive too).
+        assert_eq!(layout.segment_after(4), 0);
+        assert_eq!(layout.segment_after(2), 1);
+        assert_eq!(layout.offset(3), 0);
+    }
+}
