@@ -364,6 +364,30 @@ fn hooks_fire_for_by_id_inserts_and_removals_as_for_typed_ones() {
 }
 
 #[test]
+fn observers_fire_for_by_id_inserts_and_removals() {
+    use tabula::prelude::{OnAdd, OnRemove, ResMut, Trigger, WorldObserve};
+
+    #[derive(Default)]
+    struct Seen(Vec<(&'static str, Entity)>);
+    fn added(trigger: Trigger<OnAdd<Position>>, mut seen: ResMut<Seen>) {
+        seen.0.push(("add", trigger.target()));
+    }
+    fn removed(trigger: Trigger<OnRemove<Position>>, mut seen: ResMut<Seen>) {
+        seen.0.push(("remove", trigger.target()));
+    }
+    let mut world = World::new();
+    world.init_resource::<Seen>();
+    world.observe(added);
+    world.observe(removed);
+    let position = world.register_component::<Position>().id();
+    let e = world.spawn(());
+    // SAFETY: `position` stores `Position`.
+    unsafe { insert_as(&mut world, e, position, Position(0.0, 0.0)).unwrap() };
+    assert_eq!(world.remove_by_id(e, position), Ok(true));
+    assert_eq!(world.resource::<Seen>().unwrap().0, [("add", e), ("remove", e)]);
+}
+
+#[test]
 fn hooks_added_by_id_fire_for_dynamic_components_on_every_path() {
     let mut world = World::new();
     let drops = Arc::new(AtomicUsize::new(0));
