@@ -1,7 +1,7 @@
 //! Asteroids, headless: the flagship example.
 //!
 //! ```text
-//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE]
+//! cargo run --release -p tabula-examples --example asteroids -- [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE] [--inspect ENTITY_INDEX]
 //! ```
 //!
 //! `--asteroids N` is how many asteroids the first level starts with (each later level
@@ -21,7 +21,9 @@
 //! the trace explains: [`Trace::attributed`](tabula::schedule::Trace::attributed)). Every
 //! frame is traced; `--trace FILE` writes the last frame's trace as Chrome trace-event JSON,
 //! to open in Perfetto (ui.perfetto.dev, "Open trace file") or `chrome://tracing`. The same
-//! seed gives the same game whatever the thread count.
+//! seed gives the same game whatever the thread count. `--inspect N` prints every component
+//! of the entity at slot N at the end of the run, with its value (`World::inspect`): for
+//! example `--frames 600 --swarm 0 --inspect 0`.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
@@ -40,7 +42,7 @@ const DEFAULT_SWARM: u32 = 50_000;
 /// Every how many frames `--gif` records one.
 const GIF_EVERY: u32 = 3;
 
-const USAGE: &str = "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE]";
+const USAGE: &str = "usage: asteroids [--seed N] [--frames N] [--threads N] [--asteroids N] [--swarm N] [--watch N] [--gif FILE] [--dot FILE] [--trace FILE] [--inspect ENTITY_INDEX]";
 
 struct Options {
     seed: u64,
@@ -50,6 +52,7 @@ struct Options {
     gif: Option<String>,
     dot: Option<String>,
     trace: Option<String>,
+    inspect: Option<u32>,
 }
 
 fn main() {
@@ -65,6 +68,7 @@ fn main() {
         gif: args.get("--gif"),
         dot: args.get("--dot"),
         trace: args.get("--trace"),
+        inspect: args.get("--inspect"),
     };
     cli::with_threads(args.get("--threads"), |threads| play(&options, threads));
 }
@@ -175,6 +179,9 @@ fn play(options: &Options, threads: usize) {
         std::fs::write(path, trace.to_chrome_json()).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
         println!("last frame's trace written to {path} (open it in ui.perfetto.dev)");
     }
+    if let Some(index) = options.inspect {
+        inspect(&game.world, index);
+    }
     frame_times.sort_by(f64::total_cmp);
     let mean = frame_times.iter().sum::<f64>() / frame_times.len().max(1) as f64;
     let percentile =
@@ -223,4 +230,19 @@ fn play(options: &Options, threads: usize) {
         100.0 * steady[steady.len() / 2],
         100.0 * steady[0]
     );
+}
+
+/// Prints every component of the live entity at slot `index` (`--inspect`), or says that
+/// none lives there.
+fn inspect(world: &tabula::World, index: u32) {
+    let entity = world
+        .archetypes()
+        .flat_map(|archetype| archetype.entities())
+        .find(|entity| entity.index() == index)
+        .copied();
+    match entity.map(|entity| world.inspect(entity)) {
+        Some(Ok(dump)) => print!("{dump}"),
+        Some(Err(error)) => println!("cannot inspect entity {index}: {error}"),
+        None => println!("no live entity at index {index} at the end of the run"),
+    }
 }

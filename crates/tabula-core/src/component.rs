@@ -50,6 +50,9 @@ pub struct ComponentInfo {
     /// Values can be replaced by insert but never changed in place
     /// ([`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable)).
     immutable: bool,
+    /// Prints a value for [`World::inspect`](crate::World::inspect); set by
+    /// [`World::register_debug`](crate::World::register_debug) for this component's own type.
+    debug: Option<crate::inspect::DebugFn>,
 }
 
 impl ComponentInfo {
@@ -99,6 +102,17 @@ impl ComponentInfo {
     /// [`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable).
     pub fn is_immutable(&self) -> bool {
         self.immutable
+    }
+
+    /// True when [`World::inspect`](crate::World::inspect) prints this component's values
+    /// ([`World::register_debug`](crate::World::register_debug) was called for it).
+    pub fn has_debug(&self) -> bool {
+        self.debug.is_some()
+    }
+
+    /// Prints a value of this component; `None` unless registered with `register_debug`.
+    pub(crate) fn debug_fn(&self) -> Option<crate::inspect::DebugFn> {
+        self.debug
     }
 
     /// Drops a value in place; `None` when the type needs no drop.
@@ -161,6 +175,7 @@ impl Components {
             logs_removals: false,
             hooks: 0,
             immutable: false,
+            debug: None,
         });
         if let Some(type_id) = type_id {
             self.by_type.insert(type_id, id);
@@ -218,6 +233,14 @@ impl Components {
     /// Marks component `id` immutable (see [`ComponentInfo::is_immutable`]).
     pub(crate) fn set_immutable(&mut self, id: ComponentId) {
         self.infos[id.index()].immutable = true;
+    }
+
+    /// Sets the function that prints `id`'s values for the inspector.
+    ///
+    /// # Safety
+    /// `debug` reads a value of `id`'s type (the type `id` was registered for).
+    pub(crate) unsafe fn set_debug(&mut self, id: ComponentId, debug: crate::inspect::DebugFn) {
+        self.infos[id.index()].debug = Some(debug);
     }
 
     /// How many component types are registered.

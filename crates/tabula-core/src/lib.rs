@@ -63,6 +63,7 @@ pub mod entity_state;
 mod error;
 mod event;
 mod hierarchy;
+mod inspect;
 mod location;
 pub mod observer;
 mod provider;
@@ -103,6 +104,7 @@ pub use error::EntityError;
 pub use event::{EventCursor, Events};
 pub use hierarchy::traverse::{Ancestors, Descendants, DescendantsBreadthFirst};
 pub use hierarchy::{ChildSpawner, Children, HierarchyError, Parent};
+pub use inspect::Inspection;
 pub use location::{ArchetypeId, EntityLocation};
 pub use observer::{
     Event, EventKey, ObserverRunner, ObserverState, OnAdd, OnDespawn, OnInsert, OnRemove, OnReplace,

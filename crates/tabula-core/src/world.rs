@@ -757,6 +757,12 @@ impl World {
         );
     }
 
+    /// The component registry, to record what a registration adds (a `Debug` or serde
+    /// function); never to remove or reorder components.
+    pub(crate) fn components_mut(&mut self) -> &mut Components {
+        &mut self.components
+    }
+
     /// Every archetype, including empty ones, for introspection.
     ///
     /// ```

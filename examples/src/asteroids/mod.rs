@@ -66,6 +66,7 @@ pub struct Game {
 pub fn rules(world: &mut World) {
     use systems::*;
     world.insert_resource(GameState::new(0));
+    register_debug(world);
     world.register_template(ship_template());
     world.init_resource::<Pilot>();
     world.init_resource::<ScreenClock>();
@@ -98,6 +99,24 @@ pub fn rules(world: &mut World) {
                 .in_set(Step::Act),
         )
         .add_systems(FixedUpdate, collisions.in_set(Step::Resolve));
+}
+
+/// Lets `World::inspect` (`--inspect ENTITY_INDEX`) print the values of every component the
+/// game defines.
+fn register_debug(world: &mut World) {
+    world.register_debug::<Position>();
+    world.register_debug::<Motion>();
+    world.register_debug::<MotionControls>();
+    world.register_debug::<Gun>();
+    world.register_debug::<GunControls>();
+    world.register_debug::<Collision>();
+    world.register_debug::<Bullet>();
+    world.register_debug::<Asteroid>();
+    world.register_debug::<Spaceship>();
+    world.register_debug::<DeathThroes>();
+    world.register_debug::<Display>();
+    world.register_debug::<Audio>();
+    world.register_debug::<Dust>();
 }
 
 /// The dust swarm: [`Settings::swarm`] motes spawned at startup, swirling every step.
