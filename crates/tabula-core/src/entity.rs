@@ -16,6 +16,8 @@ mod lanes;
 use std::fmt;
 use std::num::NonZeroU32;
 
+#[cfg(feature = "serde")]
+pub(crate) use allocator::{AllocatorState, LaneHolder, LaneState, MAX_SLOTS};
 pub use allocator::{Entities, ReserveEntities};
 pub(crate) use allocator::{LaneTicket, Locations, SHARED_LANE, exhausted};
 

@@ -72,6 +72,8 @@ mod relation;
 pub mod relationship;
 pub mod removal;
 mod resource;
+#[cfg(feature = "serde")]
+mod save;
 mod storage;
 mod sync;
 pub mod template;
@@ -117,6 +119,8 @@ pub use query::{
 pub use relation::{Related, Relation, Relations};
 pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
+#[cfg(feature = "serde")]
+pub use save::{LoadError, SAVE_FORMAT, SaveError, WorldSnapshot};
 pub use template::{Template, TemplateError, Templates};
 pub use type_name::short_type_name;
 pub use world::{

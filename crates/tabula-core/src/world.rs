@@ -95,6 +95,9 @@ pub struct World {
     pub(crate) hooks: hooks::Hooks,
     /// Observers by event, and the triggers under way (see [`crate::observer`]).
     pub(crate) observers: crate::observer::Observers,
+    /// The components saved and loaded, by stable name (see [`crate::save`]).
+    #[cfg(feature = "serde")]
+    pub(crate) serde: crate::save::SerdeRegistry,
 }
 
 /// Identifies one [`World`], so state built for one world is never used with another.
@@ -223,6 +226,8 @@ impl World {
             next_check_tick: 1 + u64::from(CHECK_TICK_THRESHOLD),
             hooks: hooks::Hooks::default(),
             observers: crate::observer::Observers::default(),
+            #[cfg(feature = "serde")]
+            serde: crate::save::SerdeRegistry::default(),
         };
         // Built-in registrations: the hierarchy's relationship hooks, and the observer
         // component's.
@@ -755,6 +760,40 @@ impl World {
                 unsafe { archetype.table.drop_detached(len) }
             },
         );
+    }
+
+    /// The change clock, the tick of the last `clear_trackers` and the clock of the next
+    /// tick clamp, for a save.
+    #[cfg(feature = "serde")]
+    pub(crate) fn clock(&self) -> (u64, Tick, u64) {
+        (
+            self.change_tick.load(Ordering::Relaxed),
+            self.last_change_tick,
+            self.next_check_tick,
+        )
+    }
+
+    /// Puts a loaded save's allocator, tag and change clock in place (`save/load.rs`, once
+    /// everything is checked and the world is known empty).
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore_for_load(&mut self, tag: u8, entities: Entities, clock: (u64, Tick, u64)) {
+        self.tag = tags::TagLease::pinned(tag);
+        self.entities = entities;
+        *self.change_tick.get_mut() = clock.0;
+        self.last_change_tick = clock.1;
+        self.next_check_tick = clock.2;
+    }
+
+    /// The archetype of the sorted component set `components`, created when new.
+    #[cfg(feature = "serde")]
+    pub(crate) fn archetype_of_set(&mut self, components: &[ComponentId]) -> ArchetypeId {
+        self.archetypes.get_or_create(&self.components, components)
+    }
+
+    /// The entity allocator, for `save/load.rs`.
+    #[cfg(feature = "serde")]
+    pub(crate) fn entities_for_load(&mut self) -> &mut Entities {
+        &mut self.entities
     }
 
     /// The component registry, to record what a registration adds (a `Debug` or serde

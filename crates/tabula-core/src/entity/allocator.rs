@@ -192,6 +192,9 @@ pub struct Entities {
     slot_limit: u32,
     /// Positions every flush so far went through (claimed or holes): what flushing costs.
     flushed_positions: u64,
+    /// Lanes a loaded save had owners for, held until new owners take them (the highest
+    /// index first in the list, so `pop` hands out the lowest).
+    restored: Vec<LaneTicket>,
 }
 
 impl Default for Entities {
@@ -220,6 +223,7 @@ impl Entities {
             free_lanes: Vec::new(),
             slot_limit: MAX_SLOTS,
             flushed_positions: 0,
+            restored: Vec::new(),
         }
     }
 
@@ -235,6 +239,11 @@ impl Entities {
     pub(crate) fn add_lane(&mut self) -> LaneTicket {
         assert!(!self.needs_flush(), "add_lane with unflushed reservations");
         self.take_back_lanes();
+        // A lane whose owner a loaded save recorded goes to the first new owner, lowest
+        // first: a schedule built as the saving one was asks for lanes in the same order.
+        if let Some(ticket) = self.restored.pop() {
+            return ticket;
+        }
         let index = match self.free_lanes.iter().enumerate().min_by_key(|&(_, &lane)| lane) {
             Some((at, _)) => self.free_lanes.swap_remove(at),
             None => {
@@ -600,6 +609,145 @@ impl Entities {
     /// True when no entity is live.
     pub fn is_empty(&self) -> bool {
         self.live == 0
+    }
+}
+
+/// What a save records of one reservation lane (see `crate::save`).
+#[cfg(feature = "serde")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaneState {
+    /// The lane's block: how many positions its reservations take before the overflow.
+    pub(crate) block: u64,
+    /// Its owner began a run since the last flush (the lane counts as active at the next).
+    pub(crate) ran: bool,
+    /// Who holds the lane.
+    pub(crate) holder: LaneHolder,
+}
+
+/// Who holds a reservation lane.
+#[cfg(feature = "serde")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LaneHolder {
+    /// Lane 0, `World::reserve_entity`'s.
+    Shared,
+    /// A live [`LaneTicket`] (a schedule's system).
+    Owned,
+    /// Its ticket was dropped; the allocator takes it back at its next flush or lane add.
+    Released,
+    /// Taken back, waiting to be handed out again.
+    Free,
+}
+
+/// What a save records of an [`Entities`] with no reservation outstanding: everything the
+/// ids it hands out next depend on.
+#[cfg(feature = "serde")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AllocatorState {
+    /// Per slot, its generation word (world tag included): a live or free slot's current
+    /// one, a retired slot's last.
+    pub(crate) generations: Vec<u32>,
+    /// The free list, the next slot to reuse last.
+    pub(crate) free: Vec<u32>,
+    /// Every lane, the shared one first.
+    pub(crate) lanes: Vec<LaneState>,
+    pub(crate) slot_limit: u32,
+    pub(crate) flushed_positions: u64,
+}
+
+#[cfg(feature = "serde")]
+impl Entities {
+    /// The allocator's state for a save; `None` while reservations are outstanding (they
+    /// are made into entities by the next flush, which a save cannot record).
+    pub(crate) fn saved_state(&self) -> Option<AllocatorState> {
+        if self.dirty.load(Ordering::Relaxed) {
+            return None;
+        }
+        let released = self
+            .released
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let lanes = (self.reserved.iter().enumerate())
+            .map(|(k, counter)| LaneState {
+                block: self.layout.block(k),
+                ran: counter.load(Ordering::Relaxed) & RAN != 0,
+                holder: if k == SHARED_LANE as usize {
+                    LaneHolder::Shared
+                } else if released.contains(&(k as u32)) {
+                    LaneHolder::Released
+                } else if self.free_lanes.contains(&(k as u32)) {
+                    LaneHolder::Free
+                } else {
+                    LaneHolder::Owned
+                },
+            })
+            .collect();
+        Some(AllocatorState {
+            generations: self.meta.iter().map(|meta| meta.generation.get()).collect(),
+            free: self.pending.clone(),
+            lanes,
+            slot_limit: self.slot_limit,
+            flushed_positions: self.flushed_positions,
+        })
+    }
+}
+
+#[cfg(feature = "serde")]
+impl Entities {
+    /// An allocator in the state `state` records, for world tag `tag`, whose live entities
+    /// are `placed` (each at its location). Owned lanes are held until new owners ask for
+    /// lanes ([`add_lane`](Self::add_lane) hands them out lowest first), released ones are
+    /// taken back at the next flush, as in the saved allocator.
+    ///
+    /// The caller checked the state (`save/load.rs`): every generation word carries `tag`
+    /// and a non-zero count; the free list and the placed entities name distinct slots
+    /// below `generations.len()` (at most `MAX_SLOTS` of them), each placed entity with its
+    /// slot's generation; the slots in neither are retired (their count is at its last);
+    /// lane 0 is the shared one and no other is; blocks are bounded.
+    pub(crate) fn restore(tag: u8, state: &AllocatorState, placed: &[(Entity, EntityLocation)]) -> Self {
+        let mut entities = Self::with_tag(tag);
+        entities.meta = (state.generations.iter())
+            .map(|&word| EntityMeta::fresh(NonZeroU32::new(word).expect("checked: non-zero")))
+            .collect();
+        for &(entity, location) in placed {
+            debug_assert_eq!(
+                entities.meta[entity.index() as usize].generation,
+                entity.generation
+            );
+            entities.meta[entity.index() as usize].place(entity.index(), location);
+        }
+        entities.live = u32::try_from(placed.len()).expect("checked: fewer entities than slots");
+        entities.pending = state.free.clone();
+        entities.slot_limit = state.slot_limit;
+        entities.flushed_positions = state.flushed_positions;
+        entities.layout = LaneLayout::from_blocks(state.lanes.iter().map(|lane| lane.block).collect());
+        entities.reserved = (state.lanes.iter())
+            .map(|lane| AtomicU64::new(if lane.ran { RAN } else { 0 }))
+            .collect();
+        let mut released = Vec::new();
+        for (k, lane) in state.lanes.iter().enumerate().rev() {
+            let index = k as u32;
+            match lane.holder {
+                LaneHolder::Shared => debug_assert_eq!(k, 0),
+                LaneHolder::Owned => entities.restored.push(LaneTicket {
+                    index,
+                    released: Arc::clone(&entities.released),
+                }),
+                LaneHolder::Released => released.push(index),
+                LaneHolder::Free => entities.free_lanes.push(index),
+            }
+        }
+        *entities
+            .released
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = released;
+        entities
+    }
+
+    /// Lets go of the lanes a loaded save held for owners that never came back: they are
+    /// released, as if their owners had been dropped.
+    pub(crate) fn release_restored_lanes(&mut self) {
+        self.restored.clear();
     }
 }
 

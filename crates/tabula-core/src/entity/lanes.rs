@@ -55,6 +55,24 @@ impl LaneLayout {
         index
     }
 
+    /// A layout with these blocks side by side, in lane order (for a load).
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_blocks(blocks: Vec<u64>) -> Self {
+        let mut layout = Self {
+            offsets: vec![0; blocks.len()],
+            blocks,
+            round: 0,
+        };
+        layout.resize(&[], |_| false);
+        layout
+    }
+
+    /// Lane `k`'s block (for a save).
+    #[cfg(feature = "serde")]
+    pub(crate) fn block(&self, k: usize) -> u64 {
+        self.blocks[k]
+    }
+
     /// The position of lane `lane`'s reservation number `number`.
     #[inline]
     pub(crate) fn position(&self, lane: u32, number: u64) -> u64 {

@@ -1,0 +1,344 @@
+//! Reading a world back: [`World::load`].
+//!
+//! A save file is hostile until checked. Loading runs in two phases, and only the second
+//! touches the world:
+//!
+//! 1. *Build aside*: the input is deserialised (`read.rs`) into plain vectors and, for
+//!    component values, type-erased staging columns (`StagedColumn`) laid out for each
+//!    component; names are resolved through the registry, and every rule a world keeps is checked (ids within the
+//!    allocator, generations equal to their slot's, no id twice, free and retired slots
+//!    consistent, distinct archetypes, as many rows per column as entities). Any error drops
+//!    what was built (values included) and leaves the world as it was.
+//! 2. *Commit*: the allocator is rebuilt from its parts, the archetypes are created in the
+//!    saved order, and each row's values are moved from the staging columns into the tables
+//!    with their saved ticks. Nothing in this phase can fail.
+
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer};
+
+use super::read::{SavedWorld, WorldSeed};
+use super::snapshot::SAVE_FORMAT;
+use crate::change::{ComponentTicks, Tick};
+use crate::entity::{Entities, Entity, GENERATION_BITS, GENERATION_MASK, LaneHolder, LaneState};
+use crate::location::{ArchetypeId, EntityLocation};
+use crate::world::World;
+
+/// The most reservation lanes a save may record.
+const MAX_LANES: usize = 1 << 16;
+
+/// Why a save could not be loaded. The world loaded into is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// The world already has entities, archetypes of its own, reservation lanes or reserved
+    /// ids: a save loads only into a world fresh from [`World::new`] (components may be
+    /// registered).
+    NotEmpty(String),
+    /// The input is not a save: malformed or truncated, a field of the wrong type, or a
+    /// component name no component is registered under. The deserialiser's message.
+    Malformed(String),
+    /// The input is a well-formed save whose content no world can have: an id beyond the
+    /// allocator, a generation its slot never had, an id twice, a free list naming a live
+    /// slot, two archetypes with one component set, ...
+    Invalid(String),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotEmpty(what) => write!(
+                f,
+                "cannot load into this world: it {what}; load into a world fresh from World::new \
+                 (registering components first is fine)"
+            ),
+            Self::Malformed(message) => write!(f, "cannot load: malformed save: {message}"),
+            Self::Invalid(message) => write!(f, "cannot load: invalid save: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+fn invalid(message: impl Into<String>) -> LoadError {
+    LoadError::Invalid(message.into())
+}
+
+impl World {
+    /// Loads a save written from a [`WorldSnapshot`](crate::WorldSnapshot) into this world,
+    /// which must be empty (fresh from [`World::new`]; registering components first is
+    /// needed, and fine). Everything a replay depends on comes back: the world tag (the
+    /// world takes the saved one), every slot's generation, the free list in order, retired
+    /// slots, the reservation lanes with their blocks, the archetypes in creation order with
+    /// their rows in row order, the change clock and each value's `added` and `changed`
+    /// ticks. So queries visit rows in the saved order, and the next ids spawned are those the
+    /// saved world would have spawned.
+    ///
+    /// Lanes the saved world had owners for (a schedule's command-recording systems) are
+    /// held for new owners: the next [`add_entity_lane`](Self::add_entity_lane) calls — a
+    /// schedule's systems binding to this world, in the order they were added — get them,
+    /// lowest first, so a schedule built as the saving one was spawns the same ids.
+    /// [`release_loaded_lanes`](Self::release_loaded_lanes) gives them up.
+    ///
+    /// No hook or observer runs: the loaded components were added in the saved world.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tabula::World;
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Position(f32, f32);
+    ///
+    /// let mut world = World::new();
+    /// world.register_serde::<Position>("Position");
+    /// let a = world.spawn((Position(1.0, 2.0),));
+    /// let json = serde_json::to_string(&world.snapshot()?)?;
+    ///
+    /// let mut loaded = World::new();
+    /// loaded.register_serde::<Position>("Position");
+    /// loaded.load(&mut serde_json::Deserializer::from_str(&json))?;
+    /// assert_eq!(loaded.get::<Position>(a)?, &Position(1.0, 2.0));
+    /// assert_eq!(loaded.spawn(()), world.spawn(()), "the same next id");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LoadError::NotEmpty`] for a world that is not empty, [`LoadError::Malformed`] for
+    /// input that is not a save (or names a component not registered here),
+    /// [`LoadError::Invalid`] for a save no world can have. The world is unchanged.
+    pub fn load<'de, D: Deserializer<'de>>(&mut self, deserializer: D) -> Result<(), LoadError> {
+        self.check_empty()?;
+        let saved = WorldSeed { world: self }
+            .deserialize(deserializer)
+            .map_err(|e| LoadError::Malformed(e.to_string()))?;
+        let placed = self.check(&saved)?;
+        self.commit(saved, &placed);
+        Ok(())
+    }
+
+    /// Gives up the reservation lanes a [`load`](Self::load) held for the saved world's
+    /// owners and that no new owner took: they are released, as when an owner is dropped,
+    /// and reused by later owners lowest first.
+    ///
+    /// ```
+    /// use tabula::World;
+    ///
+    /// let mut world = World::new();
+    /// let lane = world.add_entity_lane(); // a schedule's system would hold it
+    /// let json = serde_json::to_string(&world.snapshot()?)?;
+    /// let mut loaded = World::new();
+    /// loaded.load(&mut serde_json::Deserializer::from_str(&json))?;
+    /// loaded.release_loaded_lanes();
+    /// assert_eq!(loaded.entity_lane_count(), 2, "still there, waiting for an owner");
+    /// assert_eq!(loaded.add_entity_lane().index(), lane.index());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release_loaded_lanes(&mut self) {
+        self.entities_for_load().release_restored_lanes();
+    }
+
+    fn check_empty(&self) -> Result<(), LoadError> {
+        if !self.is_empty() {
+            return Err(LoadError::NotEmpty(format!("has {} entities", self.len())));
+        }
+        if self.entities().slots() > 0 {
+            return Err(LoadError::NotEmpty(format!(
+                "has used {} entity slots",
+                self.entities().slots()
+            )));
+        }
+        if self.entity_lane_count() > 1 {
+            return Err(LoadError::NotEmpty(format!(
+                "has {} reservation lanes (a schedule ran on it)",
+                self.entity_lane_count() - 1
+            )));
+        }
+        if self.entities().saved_state().is_none() {
+            return Err(LoadError::NotEmpty("has reserved entity ids".into()));
+        }
+        Ok(())
+    }
+
+    /// Phase 1's checks of everything but the syntax; returns each live entity's location.
+    fn check(&self, saved: &SavedWorld) -> Result<Vec<(Entity, EntityLocation)>, LoadError> {
+        if saved.format != SAVE_FORMAT {
+            return Err(invalid(format!(
+                "format version {} (this build reads version {SAVE_FORMAT})",
+                saved.format
+            )));
+        }
+        let tag = saved.tag;
+        let state = &saved.entities;
+        let slots = state.generations.len();
+        if slots > crate::entity::MAX_SLOTS as usize {
+            return Err(invalid(format!("{slots} entity slots, more than any world has")));
+        }
+        for (index, &word) in state.generations.iter().enumerate() {
+            if word >> GENERATION_BITS != u32::from(tag) || word & GENERATION_MASK == 0 {
+                return Err(invalid(format!(
+                    "slot {index}'s generation word {word:#x} is not one of world tag {tag}"
+                )));
+            }
+        }
+        check_lanes(&state.lanes, slots)?;
+        // Which slots are live: 1 live, 2 free.
+        let mut used = vec![0u8; slots];
+        let mut placed = Vec::new();
+        let existing = self.archetypes().len();
+        let mut sets = hashbrown::HashSet::new();
+        for (a, archetype) in saved.archetypes.iter().enumerate() {
+            if !sets.insert(archetype.set.clone()) {
+                return Err(invalid(format!(
+                    "archetype {a} has the component set of an earlier one ({:?})",
+                    archetype.names
+                )));
+            }
+            if a < existing {
+                let have = self.archetypes().nth(a).map(|x| x.component_ids());
+                if have != Some(&archetype.set[..]) {
+                    return Err(invalid(format!(
+                        "archetype {a} ({:?}) is not this world's archetype {a}: a save loads into a \
+                         world with only the archetypes World::new makes",
+                        archetype.names
+                    )));
+                }
+            }
+            if u32::try_from(archetype.entities.len()).is_err() {
+                return Err(invalid(format!("archetype {a} has more rows than a table holds")));
+            }
+            for (row, &bits) in archetype.entities.iter().enumerate() {
+                let entity = Entity::from_bits(bits).ok_or_else(|| {
+                    invalid(format!(
+                        "{bits:#x} (archetype {a}, row {row}) is not an entity id"
+                    ))
+                })?;
+                let index = entity.index() as usize;
+                let Some(&word) = state.generations.get(index) else {
+                    return Err(invalid(format!(
+                        "entity {entity} (archetype {a}, row {row}) is beyond the allocator's {slots} slots"
+                    )));
+                };
+                let generation = entity.to_bits() >> 32;
+                if generation != u64::from(word) {
+                    let when = if generation > u64::from(word) {
+                        "from the future"
+                    } else {
+                        "stale"
+                    };
+                    return Err(invalid(format!(
+                        "entity {entity} (archetype {a}, row {row}) has a generation {when}: its slot is \
+                         at generation {}",
+                        word & GENERATION_MASK
+                    )));
+                }
+                if used[index] != 0 {
+                    return Err(invalid(format!("entity {entity} is saved twice")));
+                }
+                used[index] = 1;
+                placed.push((
+                    entity,
+                    EntityLocation {
+                        archetype: ArchetypeId(a as u32),
+                        row: row as u32,
+                    },
+                ));
+            }
+        }
+        if existing > saved.archetypes.len() {
+            return Err(invalid("fewer archetypes than a fresh world has"));
+        }
+        for &index in &state.free {
+            match used.get(index as usize) {
+                None => {
+                    return Err(invalid(format!(
+                        "free slot {index} is beyond the allocator's {slots} slots"
+                    )));
+                }
+                Some(1) => return Err(invalid(format!("slot {index} is both free and live"))),
+                Some(2) => return Err(invalid(format!("slot {index} is on the free list twice"))),
+                Some(_) => used[index as usize] = 2,
+            }
+        }
+        for (index, &use_) in used.iter().enumerate() {
+            if use_ == 0 && state.generations[index] & GENERATION_MASK != GENERATION_MASK {
+                return Err(invalid(format!(
+                    "slot {index} is neither live, free nor retired (a retired slot's generation \
+                     count is at its last)"
+                )));
+            }
+        }
+        Ok(placed)
+    }
+
+    /// Phase 2: moves the checked save into the (empty) world.
+    fn commit(&mut self, saved: SavedWorld, placed: &[(Entity, EntityLocation)]) {
+        let entities = Entities::restore(saved.tag, &saved.entities, placed);
+        let clock = (
+            saved.change_tick,
+            Tick::new(saved.last_change_tick),
+            saved.next_check_tick,
+        );
+        self.restore_for_load(saved.tag, entities, clock);
+        for (a, mut archetype) in saved.archetypes.into_iter().enumerate() {
+            let id = self.archetype_of_set(&archetype.set);
+            debug_assert_eq!(id.index(), a, "checked: distinct sets, a fresh world's prefix");
+            let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
+            let rows = archetype.entities.len();
+            target.table.reserve(rows);
+            // Each staged column's place in the table.
+            let columns: Vec<usize> = (archetype.columns.iter())
+                .map(|staged| target.column_of(staged.id).expect("the archetype of this set"))
+                .collect();
+            for (row, &bits) in archetype.entities.iter().enumerate() {
+                let entity = Entity::from_bits(bits).expect("checked");
+                // SAFETY: `reserve(rows)` made room for every row; each column of the table
+                // is one staged column (the archetype is that of the staged set), and each
+                // is written just below, before anything else touches the table.
+                let at = unsafe { target.table.push_uninit_in_room(entity) };
+                debug_assert_eq!(at, row);
+                for (staged, &column) in archetype.columns.iter().zip(&columns) {
+                    // SAFETY: `column` stores `staged`'s component (found by its id), so the
+                    // value layouts agree; row `row` of the staged column holds an
+                    // initialised value (the column has exactly `rows` of them), moved out
+                    // here once (`forget` below keeps the staging column from dropping it);
+                    // `at` is below the table's capacity.
+                    unsafe {
+                        let column = target.table.column_unchecked_mut(column);
+                        std::ptr::copy_nonoverlapping(staged.ptr(row), column.ptr(at), staged.layout.size());
+                        column.ticks_base().add(at).write(ComponentTicks {
+                            added: staged.ticks[row].0,
+                            changed: staged.ticks[row].1,
+                        });
+                    }
+                }
+            }
+            for staged in &mut archetype.columns {
+                staged.forget();
+            }
+        }
+    }
+}
+
+/// Lane 0 is the shared one and no other is; bounded count and blocks.
+fn check_lanes(lanes: &[LaneState], slots: usize) -> Result<(), LoadError> {
+    if lanes.is_empty() || lanes.len() > MAX_LANES {
+        return Err(invalid(format!(
+            "{} reservation lanes (1 to {MAX_LANES})",
+            lanes.len()
+        )));
+    }
+    for (k, lane) in lanes.iter().enumerate() {
+        if (k == 0) != (lane.holder == LaneHolder::Shared) {
+            return Err(invalid(format!(
+                "lane {k} is {:?}, but lane 0 and only lane 0 is the shared lane",
+                lane.holder
+            )));
+        }
+        if lane.block > slots as u64 {
+            return Err(invalid(format!(
+                "lane {k}'s block of {} positions is larger than the {slots} slots",
+                lane.block
+            )));
+        }
+    }
+    Ok(())
+}
