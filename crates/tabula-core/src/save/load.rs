@@ -9,9 +9,10 @@
 //!    allocator, generations equal to their slot's, no id twice, free and retired slots
 //!    consistent, distinct archetypes, as many rows per column as entities). Any error drops
 //!    what was built (values included) and leaves the world as it was.
-//! 2. *Commit*: the allocator is rebuilt from its parts, the archetypes are created in the
-//!    saved order, and each row's values are moved from the staging columns into the tables
-//!    with their saved ticks. Nothing in this phase can fail.
+//! 2. *Commit*: the archetypes are created in the saved order with room for their rows (the
+//!    one step that can fail, out of memory, before any entity exists), the allocator is
+//!    rebuilt from its parts, and each row's values are moved from the staging columns into
+//!    the tables with their saved ticks.
 
 use std::fmt;
 
@@ -271,6 +272,15 @@ impl World {
 
     /// Phase 2: moves the checked save into the (empty) world.
     fn commit(&mut self, saved: SavedWorld, placed: &[(Entity, EntityLocation)]) {
+        // The archetypes first, each table with room for its rows: growing a table is the
+        // one step that can fail (out of memory), and it fails while the world still has no
+        // entity, so no location can point at a row that was never written.
+        for (a, archetype) in saved.archetypes.iter().enumerate() {
+            let id = self.archetype_of_set(&archetype.set);
+            debug_assert_eq!(id.index(), a, "checked: distinct sets, a fresh world's prefix");
+            let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
+            target.table.reserve(archetype.entities.len());
+        }
         let entities = Entities::restore(saved.tag, &saved.entities, placed);
         let clock = (
             saved.change_tick,
@@ -279,20 +289,17 @@ impl World {
         );
         self.restore_for_load(saved.tag, entities, clock);
         for (a, mut archetype) in saved.archetypes.into_iter().enumerate() {
-            let id = self.archetype_of_set(&archetype.set);
-            debug_assert_eq!(id.index(), a, "checked: distinct sets, a fresh world's prefix");
-            let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
-            let rows = archetype.entities.len();
-            target.table.reserve(rows);
+            let target = &mut self.archetypes_mut().archetypes.all_mut()[a];
             // Each staged column's place in the table.
             let columns: Vec<usize> = (archetype.columns.iter())
                 .map(|staged| target.column_of(staged.id).expect("the archetype of this set"))
                 .collect();
             for (row, &bits) in archetype.entities.iter().enumerate() {
                 let entity = Entity::from_bits(bits).expect("checked");
-                // SAFETY: `reserve(rows)` made room for every row; each column of the table
-                // is one staged column (the archetype is that of the staged set), and each
-                // is written just below, before anything else touches the table.
+                // SAFETY: the table was empty and `reserve` made room for every row above;
+                // each column of the table is one staged column (the archetype is that of
+                // the staged set), and each is written just below, with no call that can
+                // panic before.
                 let at = unsafe { target.table.push_uninit_in_room(entity) };
                 debug_assert_eq!(at, row);
                 for (staged, &column) in archetype.columns.iter().zip(&columns) {
