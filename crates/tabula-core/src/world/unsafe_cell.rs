@@ -19,15 +19,19 @@ use super::World;
 #[derive(Clone, Copy)]
 pub struct UnsafeWorldCell<'w> {
     world: *mut World,
-    mutable: bool,
-    /// The tick [`start_run`](Self::start_run) gives, reserved ahead by an executor;
-    /// [`NO_RUN_TICK`] when runs advance the world's clock.
-    run_tick: u64,
+    /// [`MUTABLE`] when the cell came from a `&mut World`, or'ed with the tick
+    /// [`start_run`](Self::start_run) gives, reserved ahead by an executor ([`NO_RUN_TICK`]
+    /// when runs advance the world's clock). One word, so that the cell stays two words and
+    /// is passed in registers: a third field made every system start cost ~25% more
+    /// (`sched_scale` in `benches/benches/schedule.rs`).
+    bits: u64,
     _marker: PhantomData<&'w World>,
 }
 
-/// `run_tick` when none was reserved.
-const NO_RUN_TICK: u64 = u64::MAX;
+/// The bit of `bits` that says the cell allows mutation.
+const MUTABLE: u64 = 1 << 63;
+/// The run tick bits when none was reserved (the clock never gets that far: 2^63 ticks).
+const NO_RUN_TICK: u64 = MUTABLE - 1;
 
 // SAFETY: the cell is a capability, not access: every use goes through an `unsafe` method
 // whose caller guarantees the access is not aliased. `World` itself is `Send + Sync`.
@@ -40,8 +44,7 @@ impl<'w> UnsafeWorldCell<'w> {
     pub fn new_mutable(world: &'w mut World) -> Self {
         Self {
             world,
-            mutable: true,
-            run_tick: NO_RUN_TICK,
+            bits: MUTABLE | NO_RUN_TICK,
             _marker: PhantomData,
         }
     }
@@ -50,15 +53,14 @@ impl<'w> UnsafeWorldCell<'w> {
     pub fn new_readonly(world: &'w World) -> Self {
         Self {
             world: std::ptr::from_ref(world).cast_mut(),
-            mutable: false,
-            run_tick: NO_RUN_TICK,
+            bits: NO_RUN_TICK,
             _marker: PhantomData,
         }
     }
 
     /// True when this cell came from a `&mut World`, so component data may be written.
     pub fn allows_mutation(self) -> bool {
-        self.mutable
+        self.bits & MUTABLE != 0
     }
 
     /// Shared access to the world's structure (archetypes, entity locations, registry).
@@ -81,7 +83,7 @@ impl<'w> UnsafeWorldCell<'w> {
     /// from it is in use while the returned reference lives.
     #[inline]
     pub unsafe fn world_mut(self) -> &'w mut World {
-        debug_assert!(self.mutable, "world_mut on a read-only UnsafeWorldCell");
+        debug_assert!(self.allows_mutation(), "world_mut on a read-only UnsafeWorldCell");
         // SAFETY: the caller guarantees exclusivity, and the pointer came from `&'w mut`.
         unsafe { &mut *self.world }
     }
@@ -107,11 +109,12 @@ impl<'w> UnsafeWorldCell<'w> {
     /// leaves the clock alone.
     #[inline]
     pub fn start_run(self, last_run: &mut LastRun) -> RunTicks {
-        if self.run_tick == NO_RUN_TICK {
+        let run_tick = self.bits & !MUTABLE;
+        if run_tick == NO_RUN_TICK {
             // SAFETY: as in `increment_change_tick`.
             unsafe { &*self.world }.start_run(last_run)
         } else {
-            World::run_ticks(last_run, self.run_tick)
+            World::run_ticks(last_run, run_tick)
         }
     }
 
@@ -132,8 +135,9 @@ impl<'w> UnsafeWorldCell<'w> {
     #[inline]
     #[must_use]
     pub fn with_run_tick(self, tick: u64) -> Self {
+        debug_assert!(tick < NO_RUN_TICK, "a change tick beyond 2^63 - 1");
         Self {
-            run_tick: tick,
+            bits: (self.bits & MUTABLE) | tick,
             ..self
         }
     }
@@ -144,10 +148,11 @@ impl<'w> UnsafeWorldCell<'w> {
     #[inline]
     #[must_use]
     pub fn with_later_run_tick(self, by: u64) -> Self {
-        if self.run_tick == NO_RUN_TICK {
+        let run_tick = self.bits & !MUTABLE;
+        if run_tick == NO_RUN_TICK {
             self
         } else {
-            self.with_run_tick(self.run_tick + by)
+            self.with_run_tick(run_tick + by)
         }
     }
 
