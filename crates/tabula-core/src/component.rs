@@ -152,7 +152,12 @@ impl Components {
         if let Some(&id) = self.by_type.get(&type_id) {
             return id;
         }
-        self.push(type_name::<T>(), Layout::new::<T>(), drop_fn_of::<T>(), Some(type_id))
+        self.push(
+            type_name::<T>(),
+            Layout::new::<T>(),
+            drop_fn_of::<T>(),
+            Some(type_id),
+        )
     }
 
     /// Adds a component. `layout`'s size must be a multiple of its alignment (a column's
@@ -164,7 +169,11 @@ impl Components {
         drop: Option<unsafe fn(*mut u8)>,
         type_id: Option<TypeId>,
     ) -> ComponentId {
-        debug_assert_eq!(layout, layout.pad_to_align(), "a column's stride is the value size");
+        debug_assert_eq!(
+            layout,
+            layout.pad_to_align(),
+            "a column's stride is the value size"
+        );
         let id = ComponentId(u32::try_from(self.infos.len()).expect("too many component types"));
         self.infos.push(ComponentInfo {
             id,

@@ -97,8 +97,8 @@ pub use command::{
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use disabled::Disabled;
 pub use dynamic::{
-    ComponentDescriptor, DescriptorError, DynamicItem, DynamicIter, DynamicQuery, DynamicQueryBuilder, DynamicQueryError,
-    MutUntyped, OwningPtr, Ptr, PtrMut,
+    ComponentDescriptor, DescriptorError, DynamicItem, DynamicIter, DynamicQuery, DynamicQueryBuilder,
+    DynamicQueryError, MutUntyped, OwningPtr, Ptr, PtrMut,
 };
 pub use entity::{Entities, Entity, ReserveEntities};
 pub use entity_state::{EntityState, EntityStateChanged, EntityStateError, EntityStateMachine};
