@@ -4,8 +4,9 @@
 //! ordered after, so that it sees their writes and they see its writes on their next run.
 //! Advancing the world's clock as each system starts would do that, but it makes the
 //! clock's cache line travel between the threads of a parallel run at every system start:
-//! on trivial systems that atomic add was the largest cost, on one thread and more on two
-//! (`sched_scale` in `benches/benches/schedule.rs`).
+//! on trivial systems on two threads, that made the parallel executor slower than the
+//! single-threaded one (`sched_scale` in `benches/benches/schedule.rs`; on one thread the
+//! add costs about what laying the ticks out does).
 //!
 //! So a run reserves the ticks of a *segment* at once — the systems between two exclusive
 //! nodes (exclusive systems, `apply_deferred`, sync points), which the graph orders against
