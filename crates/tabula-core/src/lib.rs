@@ -120,7 +120,7 @@ pub use relation::{Related, Relation, Relations};
 pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
 #[cfg(feature = "serde")]
-pub use save::{LoadError, SAVE_FORMAT, SaveError, WorldSnapshot};
+pub use save::{EntityMapper, LoadError, MapEntities, SAVE_FORMAT, SaveError, WorldSnapshot};
 pub use template::{Template, TemplateError, Templates};
 pub use type_name::short_type_name;
 pub use world::{

@@ -98,6 +98,26 @@ impl Resources {
     }
 }
 
+#[cfg(feature = "serde")]
+impl Resources {
+    /// Resource `id`'s `added` and `changed` ticks, when present (for a save).
+    pub(crate) fn ticks_by_id(&self, id: ComponentId) -> Option<(Tick, Tick)> {
+        let slot = self.slots.get(id.index())?.as_ref()?;
+        // SAFETY: reading the tick through `&self`; it is written only by the holder of the
+        // value's `&mut`, which a `&Resources` excludes on the safe paths, and a save
+        // borrows the world shared.
+        Some((slot.added, unsafe { *slot.changed.get() }))
+    }
+
+    /// Sets resource `id`'s ticks (a load restoring them); nothing when it is absent.
+    pub(crate) fn set_ticks_by_id(&mut self, id: ComponentId, added: Tick, changed: Tick) {
+        if let Some(Some(slot)) = self.slots.get_mut(id.index()) {
+            slot.added = added;
+            *slot.changed.get_mut() = changed;
+        }
+    }
+}
+
 impl std::fmt::Debug for Resources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Resources")

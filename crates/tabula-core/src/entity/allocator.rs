@@ -744,6 +744,12 @@ impl Entities {
         entities
     }
 
+    /// How many more entities can be allocated: free slots plus slots never used, up to the
+    /// limit (a remapped load checks its entities fit before it allocates any).
+    pub(crate) fn room(&self) -> usize {
+        self.pending.len() + (self.slot_limit as usize).saturating_sub(self.meta.len())
+    }
+
     /// Lets go of the lanes a loaded save held for owners that never came back: they are
     /// released, as if their owners had been dropped.
     pub(crate) fn release_restored_lanes(&mut self) {

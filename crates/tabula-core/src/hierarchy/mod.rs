@@ -66,6 +66,7 @@ pub(crate) fn register(world: &mut World) {
 /// [`World::set_parent`]; the parent's [`Children`] follows. A `Parent` naming a dead entity
 /// or one that would make the hierarchy loop is taken off again (and `tracing` warns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Parent(Entity);
 
 impl Parent {
@@ -95,6 +96,7 @@ impl Parent {
 /// Dereferences to `[Entity]`. Never empty: an entity whose last child leaves loses the
 /// component.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Children(Vec<Entity>);
 
 impl Children {

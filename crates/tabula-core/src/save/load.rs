@@ -18,10 +18,12 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer};
 
-use super::read::{SavedWorld, WorldSeed};
+use super::map::TableMapper;
+use super::read::{SavedResource, SavedWorld, WorldSeed};
 use super::snapshot::SAVE_FORMAT;
 use crate::change::{ComponentTicks, Tick};
 use crate::entity::{Entities, Entity, GENERATION_BITS, GENERATION_MASK, LaneHolder, LaneState};
+use crate::hierarchy::Parent;
 use crate::location::{ArchetypeId, EntityLocation};
 use crate::world::World;
 
@@ -111,9 +113,81 @@ impl World {
         let saved = WorldSeed { world: self }
             .deserialize(deserializer)
             .map_err(|e| LoadError::Malformed(e.to_string()))?;
-        let placed = self.check(&saved)?;
+        let placed = self.check(&saved, false)?;
         self.commit(saved, &placed);
         Ok(())
+    }
+
+    /// Loads a save into this world as new entities, beside those it has: each saved entity
+    /// gets a fresh id from this world's allocator, and every [`Entity`] held by a
+    /// component or resource registered with
+    /// [`register_serde_mapped`](Self::register_serde_mapped) (the hierarchy's
+    /// [`Parent`](crate::Parent) and [`Children`](crate::Children), user relationships, any
+    /// type implementing [`MapEntities`](crate::MapEntities)) is rewritten to the new ids,
+    /// so relationships come out between the loaded entities. Returns the map from each
+    /// saved id to its new one.
+    ///
+    /// Unlike [`load`](Self::load), this keeps the world's own allocator, tag, clock and
+    /// lanes: it is for save games, prefabs and levels merged into a running world, not for
+    /// replays. The loaded values' `added` and `changed` ticks are now (they are new to this
+    /// world); saved resources replace this world's. No hook or observer runs: both sides of
+    /// every saved relationship are in the save. Reserved ids are [flushed](Self::flush)
+    /// first.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tabula::{Parent, World};
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Name(String);
+    ///
+    /// fn registered() -> World {
+    ///     let mut world = World::new();
+    ///     world.register_serde::<Name>("Name");
+    ///     world.register_serde_mapped::<Parent>("Parent");
+    ///     world.register_serde_mapped::<tabula::Children>("Children");
+    ///     world
+    /// }
+    ///
+    /// let mut saved = registered();
+    /// let ship = saved.spawn((Name("ship".into()),));
+    /// let turret = saved.spawn((Name("turret".into()), Parent::new(ship)));
+    /// let json = serde_json::to_string(&saved.snapshot()?)?;
+    ///
+    /// let mut world = registered();
+    /// let other = world.spawn((Name("station".into()),)); // takes the id `ship` had
+    /// let map = world.load_remapped(&mut serde_json::Deserializer::from_str(&json))?;
+    /// let (new_ship, new_turret) = (map[&ship], map[&turret]);
+    /// assert_ne!(new_ship, other);
+    /// assert_eq!(world.get::<Name>(new_ship)?, &Name("ship".into()));
+    /// assert_eq!(world.parent(new_turret)?, Some(new_ship));
+    /// assert_eq!(world.children(new_ship)?, &[new_turret]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LoadError::Malformed`] and [`LoadError::Invalid`] as for [`load`](Self::load), and
+    /// [`LoadError::Invalid`] when a mapped component holds an entity the save does not hold
+    /// (it could not be mapped), or the save has more entities than this world has free
+    /// slots. The world is unchanged (but for the flush of reserved ids).
+    pub fn load_remapped<'de, D: Deserializer<'de>>(
+        &mut self,
+        deserializer: D,
+    ) -> Result<std::collections::HashMap<Entity, Entity>, LoadError> {
+        self.flush();
+        let mut saved = WorldSeed { world: self }
+            .deserialize(deserializer)
+            .map_err(|e| LoadError::Malformed(e.to_string()))?;
+        let placed = self.check(&saved, true)?;
+        let room = self.entities().room();
+        if placed.len() > room {
+            return Err(invalid(format!(
+                "the save has {} entities, more than the {room} entity slots this world has free",
+                placed.len()
+            )));
+        }
+        check_references(&mut saved, &placed)?;
+        Ok(self.commit_remapped(saved, &placed))
     }
 
     /// Gives up the reservation lanes a [`load`](Self::load) held for the saved world's
@@ -160,7 +234,9 @@ impl World {
     }
 
     /// Phase 1's checks of everything but the syntax; returns each live entity's location.
-    fn check(&self, saved: &SavedWorld) -> Result<Vec<(Entity, EntityLocation)>, LoadError> {
+    /// `remap`: for [`load_remapped`](Self::load_remapped), which does not need this world's
+    /// archetypes to be a prefix of the save's.
+    fn check(&self, saved: &SavedWorld, remap: bool) -> Result<Vec<(Entity, EntityLocation)>, LoadError> {
         if saved.format != SAVE_FORMAT {
             return Err(invalid(format!(
                 "format version {} (this build reads version {SAVE_FORMAT})",
@@ -193,7 +269,7 @@ impl World {
                     archetype.names
                 )));
             }
-            if a < existing {
+            if a < existing && !remap {
                 let have = self.archetypes().nth(a).map(|x| x.component_ids());
                 if have != Some(&archetype.set[..]) {
                     return Err(invalid(format!(
@@ -244,7 +320,7 @@ impl World {
                 ));
             }
         }
-        if existing > saved.archetypes.len() {
+        if existing > saved.archetypes.len() && !remap {
             return Err(invalid("fewer archetypes than a fresh world has"));
         }
         for &index in &state.free {
@@ -267,7 +343,44 @@ impl World {
                 )));
             }
         }
+        self.check_hierarchy(saved)?;
         Ok(placed)
+    }
+
+    /// No saved entity is its own ancestor along [`Parent`].
+    fn check_hierarchy(&self, saved: &SavedWorld) -> Result<(), LoadError> {
+        let Some(parent) = self.components().id::<Parent>() else {
+            return Ok(());
+        };
+        let mut parents = hashbrown::HashMap::new();
+        for archetype in &saved.archetypes {
+            let Some(column) = archetype.columns.iter().find(|c| c.id == parent) else {
+                continue;
+            };
+            for (row, &bits) in archetype.entities.iter().enumerate() {
+                // SAFETY: the column is `Parent`'s (its id), so its rows are `Parent`s, and
+                // it holds one per entity (checked while reading).
+                let of = unsafe { *column.ptr(row).cast::<Parent>() };
+                parents.insert(bits, of.get().to_bits());
+            }
+        }
+        for &start in parents.keys() {
+            let mut current = start;
+            // A chain longer than the number of links has a cycle.
+            for _ in 0..=parents.len() {
+                match parents.get(&current) {
+                    Some(&up) if up == start => {
+                        let entity = Entity::from_bits(start).expect("checked: an entity id");
+                        return Err(invalid(format!(
+                            "entity {entity} is its own ancestor: the saved hierarchy (Parent) has a cycle"
+                        )));
+                    }
+                    Some(&up) => current = up,
+                    None => break,
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Phase 2: moves the checked save into the (empty) world.
@@ -322,7 +435,149 @@ impl World {
                 staged.forget();
             }
         }
+        self.commit_resources(saved.resources, true);
     }
+
+    /// Inserts the saved resources, with their saved ticks when `ticks`.
+    fn commit_resources(&mut self, resources: Vec<SavedResource>, ticks: bool) {
+        for resource in resources {
+            (resource.entry.insert)(self, resource.value);
+            if ticks {
+                (self.resources_mut()).set_ticks_by_id(resource.entry.id, resource.added, resource.changed);
+            }
+        }
+    }
+
+    /// Phase 2 of a remapped load: new ids, mapped values, rows appended to this world's
+    /// tables.
+    fn commit_remapped(
+        &mut self,
+        mut saved: SavedWorld,
+        placed: &[(Entity, EntityLocation)],
+    ) -> std::collections::HashMap<Entity, Entity> {
+        // The tables first, with room for their rows (the one step that can fail, before any
+        // entity is allocated).
+        let mut targets = Vec::with_capacity(saved.archetypes.len());
+        for archetype in &saved.archetypes {
+            let id = self.archetype_of_set(&archetype.set);
+            let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
+            target.table.reserve(archetype.entities.len());
+            targets.push((id, target.len()));
+        }
+        // New ids, in the saved archetype and row order, each at the row it will take.
+        let entities = self.entities_for_load();
+        entities.reserve(placed.len());
+        let mut table = hashbrown::HashMap::with_capacity(placed.len());
+        let mut new_ids = Vec::with_capacity(saved.archetypes.len());
+        for (archetype, &(id, base)) in saved.archetypes.iter().zip(&targets) {
+            let ids: Vec<Entity> = (archetype.entities.iter().enumerate())
+                .map(|(row, &bits)| {
+                    let new = entities.alloc(EntityLocation {
+                        archetype: id,
+                        row: (base + row) as u32,
+                    });
+                    table.insert(Entity::from_bits(bits).expect("checked"), new);
+                    new
+                })
+                .collect();
+            new_ids.push(ids);
+        }
+        map_saved(&mut saved, &table);
+        let now = self.change_tick();
+        for ((mut archetype, ids), &(id, base)) in saved.archetypes.into_iter().zip(new_ids).zip(&targets) {
+            let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
+            let columns: Vec<usize> = (archetype.columns.iter())
+                .map(|staged| target.column_of(staged.id).expect("the archetype of this set"))
+                .collect();
+            for (row, &entity) in ids.iter().enumerate() {
+                // SAFETY: `reserve` made room for every row of this archetype above, and no
+                // other row was pushed since; each column of the table is one staged column
+                // (the archetype is that of the staged set), each written just below, with no
+                // call that can panic before.
+                let at = unsafe { target.table.push_uninit_in_room(entity) };
+                debug_assert_eq!(at, base + row);
+                for (staged, &column) in archetype.columns.iter().zip(&columns) {
+                    // SAFETY: as in `commit`: `column` stores `staged`'s component, row `row`
+                    // of the staged column holds an initialised value, moved out once here
+                    // (`forget` below), and `at` is below the table's capacity.
+                    unsafe {
+                        let column = target.table.column_unchecked_mut(column);
+                        std::ptr::copy_nonoverlapping(staged.ptr(row), column.ptr(at), staged.layout.size());
+                        column.ticks_base().add(at).write(ComponentTicks {
+                            added: now,
+                            changed: now,
+                        });
+                    }
+                }
+            }
+            for staged in &mut archetype.columns {
+                staged.forget();
+            }
+        }
+        self.commit_resources(saved.resources, false);
+        table.into_iter().collect()
+    }
+}
+
+/// Every entity held by a mapped component or resource of the save is a saved entity.
+fn check_references(saved: &mut SavedWorld, placed: &[(Entity, EntityLocation)]) -> Result<(), LoadError> {
+    let known: hashbrown::HashMap<Entity, Entity> = placed.iter().map(|&(e, _)| (e, e)).collect();
+    let mut mapper = TableMapper {
+        table: &known,
+        missing: None,
+    };
+    for archetype in &saved.archetypes {
+        for column in &archetype.columns {
+            let Some(map) = column.map else { continue };
+            for (row, &bits) in archetype.entities.iter().enumerate() {
+                // SAFETY: row `row` holds an initialised value of the column's component,
+                // `map` is that component's, and nothing else reaches the staged column;
+                // mapping through `known` writes every entity back unchanged.
+                unsafe { map(column.ptr(row), &mut mapper) };
+                if let Some(missing) = mapper.missing {
+                    let entity = Entity::from_bits(bits).expect("checked");
+                    return Err(invalid(format!(
+                        "component \"{}\" of saved entity {entity} holds entity {missing}, which the \
+                         save does not hold: a remapped load cannot map it",
+                        column.name
+                    )));
+                }
+            }
+        }
+    }
+    for resource in &mut saved.resources {
+        if let Some(map) = resource.entry.map {
+            map(&mut resource.value, &mut mapper);
+            if let Some(missing) = mapper.missing {
+                return Err(invalid(format!(
+                    "resource \"{}\" holds entity {missing}, which the save does not hold: a \
+                     remapped load cannot map it",
+                    resource.entry.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites every mapped value of the save through `table` (checked to hold every id met).
+fn map_saved(saved: &mut SavedWorld, table: &hashbrown::HashMap<Entity, Entity>) {
+    let mut mapper = TableMapper { table, missing: None };
+    for archetype in &saved.archetypes {
+        for column in &archetype.columns {
+            let Some(map) = column.map else { continue };
+            for row in 0..column.len() {
+                // SAFETY: as in `check_references`.
+                unsafe { map(column.ptr(row), &mut mapper) };
+            }
+        }
+    }
+    for resource in &mut saved.resources {
+        if let Some(map) = resource.entry.map {
+            map(&mut resource.value, &mut mapper);
+        }
+    }
+    debug_assert!(mapper.missing.is_none(), "checked by check_references");
 }
 
 /// Lane 0 is the shared one and no other is; bounded count and blocks.

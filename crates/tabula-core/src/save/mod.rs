@@ -10,10 +10,12 @@
 //! the erased functions take the format as a trait object.
 
 mod load;
+mod map;
 mod read;
 mod registry;
 mod snapshot;
 
 pub use load::LoadError;
+pub use map::{EntityMapper, MapEntities};
 pub(crate) use registry::SerdeRegistry;
 pub use snapshot::{SAVE_FORMAT, SaveError, WorldSnapshot};

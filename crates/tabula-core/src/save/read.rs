@@ -9,7 +9,7 @@ use std::ptr::NonNull;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::registry::SerdeEntry;
+use super::registry::{BoxedResource, MapFn, ResourceEntry, SerdeEntry};
 use crate::change::Tick;
 use crate::component::ComponentId;
 use crate::entity::{AllocatorState, LaneHolder, LaneState};
@@ -24,6 +24,15 @@ pub(super) struct SavedWorld {
     pub(super) next_check_tick: u64,
     pub(super) entities: AllocatorState,
     pub(super) archetypes: Vec<SavedArchetype>,
+    pub(super) resources: Vec<SavedResource>,
+}
+
+/// One resource of a save, deserialised.
+pub(super) struct SavedResource {
+    pub(super) entry: ResourceEntry,
+    pub(super) added: Tick,
+    pub(super) changed: Tick,
+    pub(super) value: BoxedResource,
 }
 
 /// The allocator's part of a save, as written.
@@ -78,6 +87,9 @@ pub(super) struct SavedArchetype {
 /// type, with their ticks. Owns the values it holds: dropping it drops them.
 pub(super) struct StagedColumn {
     pub(super) id: ComponentId,
+    pub(super) name: &'static str,
+    /// The component's entity mapping, when registered with one.
+    pub(super) map: Option<MapFn>,
     pub(super) layout: Layout,
     drop: Option<unsafe fn(*mut u8)>,
     data: NonNull<u8>,
@@ -92,9 +104,11 @@ pub(super) struct StagedColumn {
 unsafe impl Send for StagedColumn {}
 
 impl StagedColumn {
-    fn new(id: ComponentId, layout: Layout, drop: Option<unsafe fn(*mut u8)>) -> Self {
+    fn new(id: ComponentId, entry: &SerdeEntry, layout: Layout, drop: Option<unsafe fn(*mut u8)>) -> Self {
         Self {
             id,
+            name: entry.name,
+            map: entry.map,
             layout,
             drop,
             // Aligned and non-null: all a zero-sized value needs, and never dereferenced
@@ -147,6 +161,11 @@ impl StagedColumn {
         self.data.as_ptr().wrapping_add(row * self.layout.size())
     }
 
+    /// How many values the column holds.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// Forgets the values without dropping them (they were moved out).
     pub(super) fn forget(&mut self) {
         self.len = 0;
@@ -185,6 +204,7 @@ const WORLD_FIELDS: &[&str] = &[
     "next_check_tick",
     "entities",
     "archetypes",
+    "resources",
 ];
 
 impl<'de> DeserializeSeed<'de> for WorldSeed<'_> {
@@ -205,6 +225,7 @@ struct WorldParts {
     next_check_tick: Option<u64>,
     entities: Option<RawEntities>,
     archetypes: Option<Vec<SavedArchetype>>,
+    resources: Option<Vec<SavedResource>>,
 }
 
 impl WorldParts {
@@ -220,6 +241,7 @@ impl WorldParts {
             next_check_tick: need(self.next_check_tick, "next_check_tick")?,
             entities: need(self.entities, "entities")?.into_state()?,
             archetypes: need(self.archetypes, "archetypes")?,
+            resources: need(self.resources, "resources")?,
         })
     }
 }
@@ -243,6 +265,10 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
             archetypes: Some(
                 seq.next_element_seed(ArchetypesSeed { world: self.world })?
                     .ok_or_else(|| missing("archetypes"))?,
+            ),
+            resources: Some(
+                seq.next_element_seed(ResourcesSeed { world: self.world })?
+                    .ok_or_else(|| missing("resources"))?,
             ),
         };
         parts.finish()
@@ -269,6 +295,10 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
                 "archetypes" => {
                     let value = map.next_value_seed(ArchetypesSeed { world: self.world })?;
                     once(&mut parts.archetypes, value, "archetypes")?;
+                }
+                "resources" => {
+                    let value = map.next_value_seed(ResourcesSeed { world: self.world })?;
+                    once(&mut parts.resources, value, "resources")?;
                 }
                 other => return Err(A::Error::unknown_field(other, WORLD_FIELDS)),
             }
@@ -451,7 +481,7 @@ impl<'de> Visitor<'de> for ColumnsSeed<'_> {
         let mut columns = Vec::with_capacity(self.resolved.len());
         for &(id, entry) in self.resolved {
             let info = self.world.components().info(id);
-            let column = StagedColumn::new(id, info.layout(), info.drop_fn());
+            let column = StagedColumn::new(id, &entry, info.layout(), info.drop_fn());
             let column = seq
                 .next_element_seed(ColumnSeed {
                     column,
@@ -589,5 +619,106 @@ impl<'de> DeserializeSeed<'de> for ValueSeed {
         // for the component and holding nothing; `entry` is that component's, so its
         // function writes a value of the column's type.
         unsafe { (self.entry.deserialize)(&mut erased, self.out) }.map_err(de::Error::custom)
+    }
+}
+
+/// The resource list: `[name, added, changed, value]` each.
+struct ResourcesSeed<'w> {
+    world: &'w World,
+}
+
+impl<'de> DeserializeSeed<'de> for ResourcesSeed<'_> {
+    type Value = Vec<SavedResource>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResourcesSeed<'_> {
+    type Value = Vec<SavedResource>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of resources")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut resources: Vec<SavedResource> = Vec::new();
+        while let Some(resource) = seq.next_element_seed(ResourceSeed { world: self.world })? {
+            if resources.iter().any(|r| r.entry.id == resource.entry.id) {
+                return Err(A::Error::custom(format_args!(
+                    "resource \"{}\" is saved twice",
+                    resource.entry.name
+                )));
+            }
+            resources.push(resource);
+        }
+        Ok(resources)
+    }
+}
+
+/// One resource.
+struct ResourceSeed<'w> {
+    world: &'w World,
+}
+
+impl<'de> DeserializeSeed<'de> for ResourceSeed<'_> {
+    type Value = SavedResource;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_tuple(4, self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResourceSeed<'_> {
+    type Value = SavedResource;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a resource: [name, added tick, changed tick, value]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let name: String = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+        let entry = *self.world.serde.resource_by_name(&name).ok_or_else(|| {
+            A::Error::custom(format_args!(
+                "unknown resource name \"{name}\": no resource is registered under it here \
+                 (World::register_serde_resource)"
+            ))
+        })?;
+        let added: u32 = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+        let changed: u32 = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::invalid_length(2, &self))?;
+        let value = seq
+            .next_element_seed(ResourceValueSeed { entry })
+            .map_err(|e| A::Error::custom(format_args!("resource \"{name}\": {e}")))?
+            .ok_or_else(|| A::Error::invalid_length(3, &self))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(A::Error::invalid_length(5, &self));
+        }
+        Ok(SavedResource {
+            entry,
+            added: Tick::new(added),
+            changed: Tick::new(changed),
+            value,
+        })
+    }
+}
+
+/// One resource's value, through its erased function.
+struct ResourceValueSeed {
+    entry: ResourceEntry,
+}
+
+impl<'de> DeserializeSeed<'de> for ResourceValueSeed {
+    type Value = BoxedResource;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<BoxedResource, D::Error> {
+        let mut erased = <dyn erased_serde::Deserializer>::erase(deserializer);
+        (self.entry.deserialize)(&mut erased).map_err(de::Error::custom)
     }
 }

@@ -1,6 +1,6 @@
 //! The serde registry: stable names and type-erased serde functions, by component id.
 
-use std::any::type_name;
+use std::any::{Any, type_name};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -8,6 +8,8 @@ use serde::de::DeserializeOwned;
 use crate::component::{Component, ComponentId};
 use crate::dynamic::Ptr;
 use crate::world::World;
+
+use super::map::{EntityMapper, MapEntities};
 
 /// Lends the value behind a pointer as a serialisable trait object.
 ///
@@ -22,6 +24,22 @@ pub(crate) type SerializeFn = for<'a> unsafe fn(Ptr<'a>) -> &'a dyn erased_serde
 /// it; whatever it held is overwritten without being dropped.
 pub(crate) type DeserializeFn =
     unsafe fn(&mut dyn erased_serde::Deserializer<'_>, *mut u8) -> Result<(), erased_serde::Error>;
+
+/// Rewrites the entities held by the value behind a pointer.
+///
+/// # Safety
+/// The pointer points at a valid value of the type the function was made for, which
+/// nothing else accesses during the call.
+pub(crate) type MapFn = unsafe fn(*mut u8, &mut dyn EntityMapper);
+
+/// [`MapFn`] for `T`.
+///
+/// # Safety
+/// As [`MapFn`], for `T`.
+unsafe fn map_erased<T: MapEntities>(value: *mut u8, mapper: &mut dyn EntityMapper) {
+    // SAFETY: the caller's contract: a valid `T`, not aliased during the call.
+    unsafe { &mut *value.cast::<T>() }.map_entities(mapper);
+}
 
 /// [`SerializeFn`] for `T`.
 ///
@@ -53,6 +71,51 @@ pub(crate) struct SerdeEntry {
     pub(crate) name: &'static str,
     pub(crate) serialize: SerializeFn,
     pub(crate) deserialize: DeserializeFn,
+    /// For a type registered with `register_serde_mapped`: rewrites its entities.
+    pub(crate) map: Option<MapFn>,
+}
+
+/// A saved resource, as a boxed value between reading and committing a load.
+pub(crate) type BoxedResource = Box<dyn Any + Send>;
+
+/// One resource's entry: its stable name, its id, and functions made for its type.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResourceEntry {
+    pub(crate) name: &'static str,
+    pub(crate) id: ComponentId,
+    /// The resource as a serialisable value, when the world has it.
+    pub(crate) serialize: for<'w> fn(&'w World) -> Option<&'w dyn erased_serde::Serialize>,
+    pub(crate) deserialize:
+        fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<BoxedResource, erased_serde::Error>,
+    /// Inserts a boxed value made by `deserialize` (panics on another type: a bug).
+    pub(crate) insert: fn(&mut World, BoxedResource),
+    pub(crate) map: Option<fn(&mut BoxedResource, &mut dyn EntityMapper)>,
+}
+
+fn serialize_resource<R: Component + Serialize>(world: &World) -> Option<&dyn erased_serde::Serialize> {
+    world
+        .resource::<R>()
+        .ok()
+        .map(|r| r as &dyn erased_serde::Serialize)
+}
+
+fn deserialize_resource<R: Component + DeserializeOwned>(
+    deserializer: &mut dyn erased_serde::Deserializer<'_>,
+) -> Result<BoxedResource, erased_serde::Error> {
+    Ok(Box::new(erased_serde::deserialize::<R>(deserializer)?))
+}
+
+fn insert_resource<R: Component>(world: &mut World, value: BoxedResource) {
+    let value = value
+        .downcast::<R>()
+        .expect("a resource entry's value is of its type");
+    world.insert_resource(*value);
+}
+
+fn map_resource<R: Component + MapEntities>(value: &mut BoxedResource, mapper: &mut dyn EntityMapper) {
+    if let Some(value) = value.downcast_mut::<R>() {
+        value.map_entities(mapper);
+    }
 }
 
 /// Which components are saved, under which names.
@@ -61,6 +124,8 @@ pub(crate) struct SerdeRegistry {
     /// By component id; `None` for a component that is not saved.
     by_id: Vec<Option<SerdeEntry>>,
     by_name: hashbrown::HashMap<&'static str, ComponentId>,
+    /// Saved resources, in registration order (the order a save writes them in).
+    pub(crate) resources: Vec<ResourceEntry>,
 }
 
 impl SerdeRegistry {
@@ -72,6 +137,11 @@ impl SerdeRegistry {
     /// The component saved under `name`.
     pub(crate) fn id_by_name(&self, name: &str) -> Option<ComponentId> {
         self.by_name.get(name).copied()
+    }
+
+    /// The resource saved under `name`.
+    pub(crate) fn resource_by_name(&self, name: &str) -> Option<&ResourceEntry> {
+        self.resources.iter().find(|entry| entry.name == name)
     }
 }
 
@@ -103,6 +173,131 @@ impl World {
         &mut self,
         name: &'static str,
     ) -> ComponentId {
+        self.register_serde_with::<T>(name, None)
+    }
+
+    /// As [`register_serde`](Self::register_serde), for a component holding [`Entity`]
+    /// values: a [remapped load](Self::load_remapped) rewrites them through
+    /// [`MapEntities`], so they name the entities' new ids. The hierarchy's
+    /// [`Parent`](crate::Parent) and [`Children`](crate::Children) are registered this way
+    /// (and a user relationship and its target likewise, implementing `MapEntities`).
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tabula::{Entity, EntityMapper, MapEntities, World};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Follows(Entity);
+    ///
+    /// impl MapEntities for Follows {
+    ///     fn map_entities(&mut self, mapper: &mut dyn EntityMapper) {
+    ///         self.0.map_entities(mapper);
+    ///     }
+    /// }
+    ///
+    /// let mut world = World::new();
+    /// world.register_serde_mapped::<Follows>("Follows");
+    /// ```
+    ///
+    /// [`Entity`]: crate::Entity
+    ///
+    /// # Panics
+    /// As [`register_serde`](Self::register_serde).
+    #[track_caller]
+    pub fn register_serde_mapped<T: Component + Serialize + DeserializeOwned + MapEntities>(
+        &mut self,
+        name: &'static str,
+    ) -> ComponentId {
+        self.register_serde_with::<T>(name, Some(map_erased::<T>))
+    }
+
+    /// Registers a resource for save and load under the stable `name`: a
+    /// [snapshot](Self::snapshot) writes it (with its ticks) when the world has it, and a
+    /// load inserts it. Resource names are a namespace of their own, apart from
+    /// components'. Registering the same type under the same name again does nothing.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tabula::World;
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Score(u32);
+    ///
+    /// let mut world = World::new();
+    /// world.register_serde_resource::<Score>("Score");
+    /// world.insert_resource(Score(7));
+    /// let json = serde_json::to_string(&world.snapshot()?)?;
+    ///
+    /// let mut loaded = World::new();
+    /// loaded.register_serde_resource::<Score>("Score");
+    /// loaded.load(&mut serde_json::Deserializer::from_str(&json))?;
+    /// assert_eq!(loaded.resource::<Score>()?, &Score(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    /// When `name` already names another resource, or `R` was registered under another
+    /// name.
+    #[track_caller]
+    pub fn register_serde_resource<R: Component + Serialize + DeserializeOwned>(
+        &mut self,
+        name: &'static str,
+    ) -> ComponentId {
+        self.register_serde_resource_with::<R>(name, None)
+    }
+
+    /// As [`register_serde_resource`](Self::register_serde_resource), for a resource
+    /// holding entities, rewritten by a [remapped load](Self::load_remapped) (see
+    /// [`register_serde_mapped`](Self::register_serde_mapped)).
+    ///
+    /// # Panics
+    /// As [`register_serde_resource`](Self::register_serde_resource).
+    #[track_caller]
+    pub fn register_serde_resource_mapped<R: Component + Serialize + DeserializeOwned + MapEntities>(
+        &mut self,
+        name: &'static str,
+    ) -> ComponentId {
+        self.register_serde_resource_with::<R>(name, Some(map_resource::<R>))
+    }
+
+    #[track_caller]
+    fn register_serde_resource_with<R: Component + Serialize + DeserializeOwned>(
+        &mut self,
+        name: &'static str,
+        map: Option<fn(&mut BoxedResource, &mut dyn EntityMapper)>,
+    ) -> ComponentId {
+        let id = self.register_resource::<R>();
+        let resources = &mut self.serde.resources;
+        if let Some(entry) = resources
+            .iter()
+            .find(|entry| entry.name == name || entry.id == id)
+        {
+            assert!(
+                entry.name == name && entry.id == id,
+                "register_serde_resource::<{}>(\"{name}\"): the resource or the name is already \
+                 registered (as \"{}\"); a saved resource has one name and a name one resource",
+                type_name::<R>(),
+                entry.name
+            );
+            return id;
+        }
+        resources.push(ResourceEntry {
+            name,
+            id,
+            serialize: serialize_resource::<R>,
+            deserialize: deserialize_resource::<R>,
+            insert: insert_resource::<R>,
+            map,
+        });
+        id
+    }
+
+    #[track_caller]
+    fn register_serde_with<T: Component + Serialize + DeserializeOwned>(
+        &mut self,
+        name: &'static str,
+        map: Option<MapFn>,
+    ) -> ComponentId {
         let id = self.component_id_or_register::<T>();
         let registry = &mut self.serde;
         if let Some(&taken) = registry.by_name.get(name)
@@ -132,6 +327,7 @@ impl World {
             name,
             serialize: serialize_erased::<T>,
             deserialize: deserialize_erased::<T>,
+            map,
         });
         registry.by_name.insert(name, id);
         id

@@ -5,15 +5,17 @@ use std::fmt;
 use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::registry::SerdeEntry;
+use super::registry::{ResourceEntry, SerdeEntry};
 use crate::archetype::Archetype;
 use crate::change::{ComponentTicks, Tick};
+use crate::component::{Component, ComponentId};
 use crate::dynamic::Ptr;
+use crate::entity::GENERATION_MASK;
 use crate::entity::{AllocatorState, LaneHolder};
 use crate::world::World;
 
 /// The version of the save format [`WorldSnapshot`] writes.
-pub const SAVE_FORMAT: u32 = 1;
+pub const SAVE_FORMAT: u32 = 2;
 
 /// Why a world cannot be saved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,8 +57,10 @@ impl std::error::Error for SaveError {}
 pub struct WorldSnapshot<'w> {
     world: &'w World,
     entities: AllocatorState,
-    /// Per archetype, in creation order, its components' serde entries.
-    archetypes: Vec<(&'w Archetype, Vec<SerdeEntry>)>,
+    /// Per archetype, in creation order, its components' serde entries and whether its rows
+    /// are saved (a subset save writes some archetypes for their order alone).
+    archetypes: Vec<(&'w Archetype, Vec<SerdeEntry>, bool)>,
+    resources: Vec<ResourceEntry>,
 }
 
 impl fmt::Debug for WorldSnapshot<'_> {
@@ -81,7 +85,9 @@ impl World {
     /// [`register_serde`](Self::register_serde) — empty archetypes included, because a loaded
     /// world recreates them to create later archetypes in the same order (and so visit rows
     /// in the same order). A component that is not is an error naming it, never a silent
-    /// gap in the save. Resources are not saved yet.
+    /// gap in the save. Resources registered with
+    /// [`register_serde_resource`](Self::register_serde_resource) are saved when present,
+    /// with their ticks; others are left out.
     ///
     /// ```
     /// use serde::{Deserialize, Serialize};
@@ -107,12 +113,86 @@ impl World {
     /// [`SaveError::UnflushedReservations`] while reserved ids wait for a
     /// [`flush`](Self::flush).
     pub fn snapshot(&self) -> Result<WorldSnapshot<'_>, SaveError> {
-        let entities = self
+        self.snapshot_of(None)
+    }
+
+    /// A serde view of the entities holding marker component `M` (and the resources): a
+    /// save game that leaves transient entities (particles, effects, UI) out. It is a save
+    /// of the world as if every entity without `M` had been despawned: their slots are on
+    /// the free list (with their generation moved on, or retired), the archetypes holding
+    /// `M` are written with their rows, and the others are left out (only the archetype a
+    /// fresh world starts with is written, empty). Only components of archetypes holding
+    /// `M` must be registered for serde.
+    ///
+    /// An [`Entity`](crate::Entity) held by a saved component that names an entity left
+    /// out of the save *dangles*: after a load into a fresh world ([`load`](Self::load)) it
+    /// names a dead entity (its slot's generation has moved on), exactly as after a
+    /// despawn; a [remapped load](Self::load_remapped) refuses it with
+    /// [`LoadError::Invalid`](crate::LoadError::Invalid) naming the component and both
+    /// entities, when the component is registered with
+    /// [`register_serde_mapped`](Self::register_serde_mapped) (the load could not map it).
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tabula::World;
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct SaveMe;
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Hp(u32);
+    /// struct Particle;
+    ///
+    /// let mut world = World::new();
+    /// world.register_serde::<SaveMe>("SaveMe");
+    /// world.register_serde::<Hp>("Hp");
+    /// let ship = world.spawn((SaveMe, Hp(3)));
+    /// let spark = world.spawn((Particle,)); // not registered, not saved
+    /// let json = serde_json::to_string(&world.snapshot_with::<SaveMe>()?)?;
+    ///
+    /// let mut loaded = World::new();
+    /// loaded.register_serde::<SaveMe>("SaveMe");
+    /// loaded.register_serde::<Hp>("Hp");
+    /// loaded.load(&mut serde_json::Deserializer::from_str(&json))?;
+    /// assert_eq!(loaded.get::<Hp>(ship)?, &Hp(3));
+    /// assert!(!loaded.contains(spark));
+    /// assert_eq!(loaded.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`snapshot`](Self::snapshot), for the archetypes saved.
+    pub fn snapshot_with<M: Component>(&self) -> Result<WorldSnapshot<'_>, SaveError> {
+        // `None` inside for a marker never registered: no archetype has it.
+        self.snapshot_of(Some(self.components().id::<M>()))
+    }
+
+    /// The snapshot of every entity (`None`) or of those holding a marker.
+    fn snapshot_of(&self, marker: Option<Option<ComponentId>>) -> Result<WorldSnapshot<'_>, SaveError> {
+        let mut entities = self
             .entities()
             .saved_state()
             .ok_or(SaveError::UnflushedReservations)?;
-        let archetypes = (self.archetypes())
-            .map(|archetype| {
+        let saved = |archetype: &Archetype| match marker {
+            None => true,
+            Some(None) => false,
+            Some(Some(marker)) => archetype.component_ids().contains(&marker),
+        };
+        if marker.is_some() {
+            // The entities left out are saved as despawned, in archetype and row order.
+            for archetype in self.archetypes().filter(|a| !saved(a)) {
+                for entity in archetype.entities() {
+                    let word = &mut entities.generations[entity.index() as usize];
+                    let next = word.wrapping_add(1);
+                    if next & GENERATION_MASK != 0 {
+                        *word = next;
+                        entities.free.push(entity.index());
+                    }
+                }
+            }
+        }
+        let archetypes = (self.archetypes().enumerate())
+            .filter(|&(a, archetype)| a == 0 || saved(archetype))
+            .map(|(_, archetype)| {
                 let entries = (archetype.component_ids().iter())
                     .map(|&id| {
                         self.serde.get(id).copied().ok_or(SaveError::Unregistered {
@@ -124,13 +204,18 @@ impl World {
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok((archetype, entries))
+                Ok((archetype, entries, saved(archetype)))
             })
             .collect::<Result<Vec<_>, SaveError>>()?;
+        let resources = (self.serde.resources.iter())
+            .filter(|entry| self.resources().ticks_by_id(entry.id).is_some())
+            .copied()
+            .collect();
         Ok(WorldSnapshot {
             world: self,
             entities,
             archetypes,
+            resources,
         })
     }
 }
@@ -138,19 +223,28 @@ impl World {
 impl Serialize for WorldSnapshot<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (change_tick, last_change_tick, next_check_tick) = self.world.clock();
-        let mut world = serializer.serialize_struct("World", 7)?;
+        let mut world = serializer.serialize_struct("World", 8)?;
         world.serialize_field("format", &SAVE_FORMAT)?;
         world.serialize_field("tag", &self.world.tag())?;
         world.serialize_field("change_tick", &change_tick)?;
         world.serialize_field("last_change_tick", &last_change_tick.get())?;
         world.serialize_field("next_check_tick", &next_check_tick)?;
         world.serialize_field("entities", &Entities(&self.entities))?;
-        let archetypes = Seq(self.archetypes.iter().map(|(archetype, entries)| ArchetypeRows {
-            archetype,
-            entries,
-            now: Tick::new(change_tick as u32),
-        }));
+        let archetypes = Seq(self
+            .archetypes
+            .iter()
+            .map(|(archetype, entries, rows)| ArchetypeRows {
+                archetype,
+                entries,
+                rows: *rows,
+                now: Tick::new(change_tick as u32),
+            }));
         world.serialize_field("archetypes", &archetypes)?;
+        let resources = Seq(self.resources.iter().map(|entry| SavedResource {
+            world: self.world,
+            entry,
+        }));
+        world.serialize_field("resources", &resources)?;
         world.end()
     }
 }
@@ -197,7 +291,27 @@ impl Serialize for Entities<'_> {
 struct ArchetypeRows<'a> {
     archetype: &'a Archetype,
     entries: &'a [SerdeEntry],
+    /// False for an archetype written for its place in the creation order alone.
+    rows: bool,
     now: Tick,
+}
+
+/// One resource: `[name, added, changed, value]`.
+#[derive(Clone, Copy)]
+struct SavedResource<'a> {
+    world: &'a World,
+    entry: &'a ResourceEntry,
+}
+
+impl Serialize for SavedResource<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entry = self.entry;
+        let (added, changed) = (self.world.resources().ticks_by_id(entry.id))
+            .ok_or_else(|| S::Error::custom(format_args!("resource {} was removed", entry.name)))?;
+        let value = (entry.serialize)(self.world)
+            .ok_or_else(|| S::Error::custom(format_args!("resource {} was removed", entry.name)))?;
+        (entry.name, added.get(), changed.get(), value).serialize(serializer)
+    }
 }
 
 impl Serialize for ArchetypeRows<'_> {
@@ -205,10 +319,12 @@ impl Serialize for ArchetypeRows<'_> {
         let archetype = self.archetype;
         let mut out = serializer.serialize_struct("Archetype", 3)?;
         out.serialize_field("components", &Seq(self.entries.iter().map(|entry| entry.name)))?;
-        out.serialize_field("entities", &Seq(archetype.entities().iter().map(|e| e.to_bits())))?;
+        let entities = if self.rows { archetype.entities() } else { &[] };
+        out.serialize_field("entities", &Seq(entities.iter().map(|e| e.to_bits())))?;
         let columns = Seq((0..self.entries.len()).map(|column| Column {
             archetype,
             column,
+            rows: entities.len(),
             entry: &self.entries[column],
             now: self.now,
         }));
@@ -222,6 +338,8 @@ impl Serialize for ArchetypeRows<'_> {
 struct Column<'a> {
     archetype: &'a Archetype,
     column: usize,
+    /// How many rows are saved: all, or none.
+    rows: usize,
     entry: &'a SerdeEntry,
     now: Tick,
 }
@@ -229,7 +347,7 @@ struct Column<'a> {
 impl Serialize for Column<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let column = self.archetype.table.column(self.column);
-        let rows = self.archetype.len();
+        let rows = self.rows;
         let mut seq = serializer.serialize_seq(Some(rows))?;
         for row in 0..rows {
             // SAFETY: `row` is below the table's length, so it holds a written value and
