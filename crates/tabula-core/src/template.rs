@@ -38,11 +38,31 @@
 //!
 //! # Data files
 //!
-//! Templates are defined in code today. Loading them from a data file, so that a designer
-//! edits a file and not Rust, comes with save and load: a component type registered under a
-//! stable name (not its Rust type name or `TypeId`) will be read from the file into a value
-//! of that type, and added to a template as any other provider is. A template keeps its
-//! components as a list of type-erased providers, so nothing here has to change for that.
+//! With the `serde` feature, templates are also read from a data file in any serde format,
+//! so that a designer edits a file and not Rust ([`World::load_templates`],
+//! [`World::read_templates`]). The file maps template names to definitions:
+//!
+//! ```json
+//! {
+//!   "ship":     { "components": { "Hull": 100, "Speed": 2.0 },
+//!                 "children": [ { "name": "turret", "components": { "Turret": null } } ] },
+//!   "flagship": { "extends": "ship", "components": { "Hull": 500 } }
+//! }
+//! ```
+//!
+//! A definition has optional `extends` (one name or a list: templates of the same file, in
+//! any order, or templates already registered in the world), `components` (a component's
+//! registered name → its value) and `children` (a list of definitions, each with a `name`).
+//! A component is named as registered with `World::register_template_component`, which is
+//! [`World::register_serde`] plus a function that reads a value and adds it to a template.
+//!
+//! A template spawns many entities, so each value is needed many times: the file is read
+//! once, each value deserialised once into a prototype, and every spawn clones the
+//! prototype — as [`Template::with`] does for a value given in code. So a component listed
+//! in a data file must be `Clone` (`register_template_component` requires it; the file is
+//! never read again per spawn). Errors name the template (a child as `parent/child`) and
+//! the component: an unknown component name, a bad value, an unknown base, a cycle of
+//! `extends`; nothing is registered then.
 //!
 //! ```
 //! use tabula::prelude::*;
@@ -86,6 +106,9 @@ use crate::error::EntityError;
 use crate::hierarchy::Parent;
 use crate::provider::Providers;
 use crate::world::{StagedRow, World};
+
+#[cfg(feature = "serde")]
+mod file;
 
 /// A named set of components, with child templates, that spawns any number of entities.
 /// See the [module docs](self) for what a spawn does and how extending works.
@@ -373,6 +396,10 @@ impl fmt::Debug for Template {
 pub struct Templates {
     /// In registration order (a name registered again keeps its place).
     list: Vec<Template>,
+    /// The components a template read from a data file may list, by registered name
+    /// ([`World::register_template_component`]).
+    #[cfg(feature = "serde")]
+    readers: hashbrown::HashMap<&'static str, file::ReadFn>,
 }
 
 impl Templates {
@@ -430,6 +457,44 @@ pub enum TemplateError {
         /// The names registered, in registration order.
         known: Vec<Arc<str>>,
     },
+    /// A template read from a data file lists a component no component is registered for
+    /// templates under (`World::register_template_component`).
+    UnknownComponent {
+        /// The template (a child as `parent/child`).
+        template: String,
+        /// The name in the file.
+        component: String,
+        /// The names registered for templates, sorted.
+        known: Vec<String>,
+    },
+    /// A component value in a data file does not deserialise into the component's type.
+    BadValue {
+        /// The template (a child as `parent/child`).
+        template: String,
+        /// The component's registered name.
+        component: String,
+        /// The deserialiser's message.
+        message: String,
+    },
+    /// A template read from a data file extends a template that is neither in the file nor
+    /// registered in the world.
+    UnknownBase {
+        /// The template (a child as `parent/child`).
+        template: String,
+        /// The base asked for.
+        base: String,
+    },
+    /// Templates of a data file extend each other in a cycle.
+    Cycle {
+        /// The templates of the cycle, the first repeated at the end.
+        templates: Vec<String>,
+    },
+    /// The input is not a template file: malformed or truncated, an unknown field, a
+    /// template defined twice. The deserialiser's message.
+    Malformed {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for TemplateError {
@@ -448,6 +513,23 @@ impl fmt::Display for TemplateError {
                 }
                 write!(f, "]")
             }
+            Self::UnknownComponent { template, component, known } => write!(
+                f,
+                "template {template:?}: no component is registered for templates as {component:?} \
+                 (registered: {known:?}); register it with \
+                 `world.register_template_component::<T>({component:?})`"
+            ),
+            Self::BadValue { template, component, message } => {
+                write!(f, "template {template:?}, component {component:?}: bad value: {message}")
+            }
+            Self::UnknownBase { template, base } => write!(
+                f,
+                "template {template:?} extends {base:?}, which is neither in the file nor registered"
+            ),
+            Self::Cycle { templates } => {
+                write!(f, "templates extend each other in a cycle: {}", templates.join(" -> "))
+            }
+            Self::Malformed { message } => write!(f, "not a template file: {message}"),
         }
     }
 }
