@@ -383,6 +383,11 @@ pub(crate) struct BundleInfo {
     pub(crate) fields: Box<[ComponentId]>,
     /// The same ids, sorted.
     pub(crate) sorted: Box<[ComponentId]>,
+    /// Some field is a sparse component (`storage/sparse.rs`): the bundle never follows an
+    /// archetype edge, and its inserts, removals and spawns take `world/sparse.rs`'s path.
+    /// Fixed when the bundle is registered: a component cannot become sparse once a bundle
+    /// lists it.
+    pub(crate) sparse: bool,
 }
 
 /// The bundle types a world has seen.
@@ -489,6 +494,8 @@ impl Bundles {
 
     /// The id of the bundle of exactly `components` (sorted, distinct, registered), for
     /// inserts and removals by component id; its fields are in id order.
+    /// Only table components are passed here: the sparse ones take `world/sparse.rs`'s path
+    /// before a bundle is looked up.
     pub(crate) fn id_of_components(&mut self, components: &[ComponentId]) -> BundleId {
         debug_assert!(components.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
         if let Some(&id) = self.by_components.get(components) {
@@ -499,6 +506,7 @@ impl Bundles {
             id,
             fields: components.into(),
             sorted: components.into(),
+            sparse: false,
         });
         self.by_components.insert(components.into(), id);
         id
@@ -532,11 +540,13 @@ impl Bundles {
                 type_name::<B>()
             )
         }
+        let sparse = fields.iter().any(|&id| components.info(id).is_sparse());
         let id = self.infos.len();
         self.infos.push(BundleInfo {
             id,
             fields: fields.into(),
             sorted: sorted.into(),
+            sparse,
         });
         self.by_type.insert(TypeId::of::<B>(), id);
         id

@@ -50,6 +50,9 @@ pub struct ComponentInfo {
     /// Values can be replaced by insert but never changed in place
     /// ([`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable)).
     immutable: bool,
+    /// Stored in a sparse set instead of the archetype tables
+    /// ([`ComponentRegistration::sparse_set`](crate::ComponentRegistration::sparse_set)).
+    sparse: bool,
     /// Prints a value for [`World::inspect`](crate::World::inspect); set by
     /// [`World::register_debug`](crate::World::register_debug) for this component's own type.
     debug: Option<crate::inspect::DebugFn>,
@@ -102,6 +105,22 @@ impl ComponentInfo {
     /// [`ComponentRegistration::immutable`](crate::ComponentRegistration::immutable).
     pub fn is_immutable(&self) -> bool {
         self.immutable
+    }
+
+    /// True when the component is stored in a sparse set, outside the archetype tables (set
+    /// with [`ComponentRegistration::sparse_set`](crate::ComponentRegistration::sparse_set)):
+    /// adding or removing it never moves the entity's row, and no archetype lists it.
+    ///
+    /// ```
+    /// use tabula::World;
+    ///
+    /// struct Stunned;
+    /// let mut world = World::new();
+    /// let id = world.register_component::<Stunned>().sparse_set().id();
+    /// assert!(world.components().info(id).is_sparse());
+    /// ```
+    pub fn is_sparse(&self) -> bool {
+        self.sparse
     }
 
     /// True when [`World::inspect`](crate::World::inspect) prints this component's values
@@ -184,6 +203,7 @@ impl Components {
             logs_removals: false,
             hooks: 0,
             immutable: false,
+            sparse: false,
             debug: None,
         });
         if let Some(type_id) = type_id {
@@ -242,6 +262,11 @@ impl Components {
     /// Marks component `id` immutable (see [`ComponentInfo::is_immutable`]).
     pub(crate) fn set_immutable(&mut self, id: ComponentId) {
         self.infos[id.index()].immutable = true;
+    }
+
+    /// Marks component `id` sparse (see [`ComponentInfo::is_sparse`]).
+    pub(crate) fn set_sparse(&mut self, id: ComponentId) {
+        self.infos[id.index()].sparse = true;
     }
 
     /// Sets the function that prints `id`'s values for the inspector.

@@ -16,6 +16,7 @@ mod by_id;
 mod entity_ref;
 pub(crate) mod hooks;
 mod registration;
+mod sparse;
 mod spawn_batch;
 mod staged;
 mod structural;
@@ -78,6 +79,8 @@ pub struct World {
     resources: Resources,
     /// Which entities lost a tracked component ([`crate::removal`]).
     removals: RemovalLogs,
+    /// The values of sparse-set components, outside the archetypes (`storage/sparse.rs`).
+    pub(crate) sparse: crate::storage::SparseSets,
     id: WorldId,
     /// The world's hold on its tag (`entities` carries the tag itself), given back on drop.
     tag: tags::TagLease,
@@ -220,6 +223,7 @@ impl World {
             bundles: Bundles::default(),
             resources: Resources::default(),
             removals: RemovalLogs::default(),
+            sparse: crate::storage::SparseSets::default(),
             id,
             change_tick: AtomicU64::new(1),
             last_change_tick: Tick::new(0),
@@ -254,6 +258,9 @@ impl World {
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.flush();
+        if self.bundle_is_sparse::<B>().1 {
+            return self.spawn_with_sparse(bundle);
+        }
         let edge = self.spawn_edge::<B>();
         let (entity, hooked) = self.spawn_along(edge, bundle);
         if hooked {
@@ -287,10 +294,14 @@ impl World {
     #[track_caller]
     pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, EntityError> {
         self.flush();
-        let edge = self.spawn_edge::<B>();
+        let sparse = self.bundle_is_sparse::<B>().1;
         if !self.entities.has_room() {
             return Err(self.exhausted());
         }
+        if sparse {
+            return Ok(self.spawn_with_sparse(bundle));
+        }
+        let edge = self.spawn_edge::<B>();
         let (entity, hooked) = self.spawn_along(edge, bundle);
         if hooked {
             self.after_hooked_spawn(entity, edge);
@@ -396,6 +407,9 @@ impl World {
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
         let location = self.location(entity)?;
+        if self.sparse.any() {
+            return self.despawn_with_sparse(entity);
+        }
         if self.archetype_at(location).hooked {
             // The hooks see the entity whole, and their commands run before any of its
             // values is dropped, so a panicking `Drop` cannot leave them undone. They may
@@ -416,6 +430,38 @@ impl World {
         }
         // SAFETY: `row < len` because `location` was the entity's live location. The moved
         // entity's location was recorded above, before any `Drop` can run.
+        unsafe { table.swap_remove_and_drop(row) };
+        Ok(())
+    }
+
+    /// `despawn` in a world with sparse components: the despawn hooks of the entity's table
+    /// and sparse components, then its sparse values, then its row.
+    #[cold]
+    #[inline(never)]
+    fn despawn_with_sparse(&mut self, entity: Entity) -> Result<(), EntityError> {
+        let location = self.location(entity)?;
+        let held = self.sparse.held_by(entity);
+        let hooked = (held.iter()).any(|&c| self.components.info(c).has_hooks(u8::MAX));
+        if self.archetype_at(location).hooked || hooked {
+            self.run_despawn_hooks(entity);
+            self.apply_hook_commands();
+        }
+        if !self.contains(entity) {
+            return Err(self.not_found(entity));
+        }
+        self.despawn_sparse(entity);
+        let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
+        let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
+        if archetype.logs_removals {
+            self.removals
+                .record_archetype(&self.components, archetype, &[entity]);
+        }
+        let table = &mut archetype.table;
+        let row = location.row as usize;
+        if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
+            self.entities.set_location(moved, location);
+        }
+        // SAFETY: as in `despawn`.
         unsafe { table.swap_remove_and_drop(row) };
         Ok(())
     }
@@ -588,9 +634,9 @@ impl World {
     /// True when `entity` is alive and has component `T`.
     #[inline]
     pub fn has<T: Component>(&self, entity: Entity) -> bool {
-        self.entities
-            .get(entity)
-            .is_some_and(|location| self.archetype_at(location).has::<T>())
+        self.entities.get(entity).is_some_and(|location| {
+            self.archetype_at(location).has::<T>() || (self.sparse.any() && self.sparse_has::<T>(entity))
+        })
     }
 
     /// A shared reference to `entity`'s `T`.
@@ -623,6 +669,9 @@ impl World {
     ) -> Result<&T, EntityError> {
         let archetype = self.archetype_at(location);
         let Some(values) = archetype.values_of_type(TypeId::of::<T>()) else {
+            if self.sparse.any() {
+                return self.sparse_get::<T>(entity).ok_or_else(|| missing::<T>(entity));
+            }
             return Err(missing::<T>(entity));
         };
         // SAFETY: `values_of_type` returns the current value array of the column found by
@@ -662,6 +711,12 @@ impl World {
         // own pointers), and keeps the archetype shape, so query run plans stay valid.
         let archetype = self.archetype_at(location);
         let Some(column) = archetype.column_of_type(TypeId::of::<T>()) else {
+            if self.sparse.any() {
+                let run = RunTicks { last_run, this_run };
+                return self
+                    .sparse_get_mut::<T>(entity, run, CHECK)
+                    .unwrap_or_else(|| Err(missing::<T>(entity)));
+            }
             return Err(missing::<T>(entity));
         };
         // One test of an (almost always) empty list where no component is immutable.
@@ -722,6 +777,18 @@ impl World {
             .filter(|a| a.hooked)
             .flat_map(|a| a.entities().iter().copied())
             .collect();
+        let mut hooked = hooked;
+        for (id, set) in self.sparse.iter() {
+            if self.components.info(id).has_hooks(u8::MAX) {
+                hooked.extend(set.entities().iter().copied());
+            }
+        }
+        if self.sparse.any() {
+            // An entity in a hooked archetype that holds a hooked sparse component too runs
+            // its hooks once.
+            let mut seen = std::collections::HashSet::new();
+            hooked.retain(|&e| seen.insert(e));
+        }
         for &entity in &hooked {
             self.run_despawn_hooks(entity);
         }
@@ -741,7 +808,15 @@ impl World {
                     .record_archetype(&self.components, archetype, archetype.entities());
             }
         }
+        for (id, set) in self.sparse.iter() {
+            if self.components.info(id).logs_removals() {
+                self.removals.record(&[id], set.entities());
+            }
+        }
         self.entities.clear();
+        for set in self.sparse.iter_mut() {
+            set.clear();
+        }
         // Detach every table's rows first so the world is empty and consistent before any
         // component's `Drop` runs; a panicking drop then cannot leave rows that belong to
         // freed ids, and `drop_each` still drops every other value.
@@ -1005,6 +1080,9 @@ impl World {
         let now = Tick::new(clock as u32);
         for archetype in self.archetypes.archetypes.all_mut() {
             archetype.table.check_change_ticks(now);
+        }
+        for set in self.sparse.iter_mut() {
+            set.check_change_ticks(now);
         }
         self.resources.check_change_ticks(now);
         self.last_change_tick.clamp_age(now);

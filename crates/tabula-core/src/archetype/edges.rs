@@ -214,6 +214,7 @@ impl Archetypes {
     /// The slow half of [`insert_edge`](Self::insert_edge): computes the edge and caches it.
     #[cold]
     fn new_insert_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
+        assert_not_sparse(registry, bundle);
         let src = &self.archetypes.all()[source.index()];
         let mut ids: Vec<_> = src.component_ids().to_vec();
         ids.extend_from_slice(&bundle.sorted);
@@ -274,6 +275,7 @@ impl Archetypes {
     /// The slow half of [`remove_edge`](Self::remove_edge): computes the edge and caches it.
     #[cold]
     fn new_remove_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {
+        assert_not_sparse(registry, bundle);
         let src = &self.archetypes.all()[source.index()];
         let missing = bundle
             .fields
@@ -350,5 +352,19 @@ impl Archetypes {
                 edge.set_flags(registry, bundle);
             }
         }
+    }
+}
+
+/// Sparse components never enter an archetype: every path that stores a bundle with one
+/// leaves for `world/sparse.rs` before it asks for an edge. A path that does not would put
+/// the component in a table, where no sparse lookup finds it, so it fails loudly here.
+#[track_caller]
+fn assert_not_sparse(registry: &Components, bundle: &BundleInfo) {
+    if let Some(&sparse) = (bundle.fields.iter()).find(|&&c| registry.info(c).is_sparse()) {
+        panic!(
+            "component `{}` is stored in a sparse set, and this operation only stores table \
+             components; insert it with `World::insert` or `Commands::insert` instead",
+            registry.info(sparse).name()
+        );
     }
 }

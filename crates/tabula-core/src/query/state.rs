@@ -132,6 +132,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 query: type_name::<(D, F)>(),
                 component: world.components().info(id).name(),
             })?;
+        if world.sparse.any() {
+            refuse_sparse_terms(world, &access, type_name::<(D, F)>());
+        }
         let skip = world.default_query_skip(&access);
         let mut state = Self {
             world: world.id(),
@@ -671,5 +674,21 @@ pub(crate) unsafe fn fetch_matched<'w, D: QueryData, F: QueryFilter>(
             D::fetch_archetype(matched.data, archetype, ticks),
             F::fetch_archetype(matched.filter, archetype, ticks),
         )
+    }
+}
+
+/// Queries match archetypes, and a sparse component is in none: a term naming one would
+/// silently match nothing (or everything, for `Without`). Until queries look sparse terms up
+/// per entity, such a query is refused when built.
+#[cold]
+#[track_caller]
+fn refuse_sparse_terms(world: &World, access: &Access, query: &str) {
+    if let Some((id, _)) = world.sparse.iter().find(|&(id, _)| access.names(id)) {
+        panic!(
+            "query `{query}` names component `{}`, which is stored in a sparse set; queries \
+             do not yet look sparse components up by entity. Read it with `World::get`/`has` \
+             for the entities the query yields, or keep the component in tables (the default)",
+            world.components().info(id).name()
+        );
     }
 }

@@ -9,8 +9,10 @@
 
 mod column;
 mod drop_each;
+mod sparse;
 mod table;
 
 pub(crate) use column::Column;
 pub(crate) use drop_each::drop_each;
+pub(crate) use sparse::{SparseSet, SparseSets};
 pub(crate) use table::{NO_COLUMN, TYPED_SLOTS, Table};

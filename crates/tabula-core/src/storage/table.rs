@@ -354,6 +354,18 @@ impl Table {
         });
     }
 
+    /// Removes `row` from the row list by moving the last id into it, and touches no column:
+    /// for a caller that has already swapped (or moved out) the columns' values itself, as a
+    /// sparse set does.
+    ///
+    /// # Safety
+    /// `row < len`; the caller has made every column's rows `0..len - 1` hold the values of
+    /// the ids the list will hold, and owns the values left at `len - 1`.
+    #[inline]
+    pub(crate) unsafe fn forget_last_row(&mut self, row: usize) {
+        self.entities.swap_remove(row);
+    }
+
     /// Moves `row` into the freshly pushed `dst_row` of `dst`: column `i` goes to the `dst`
     /// column that `map[i]` names (see [`move_entry`](Self::move_entry)). Columns `map` sends
     /// nowhere must have had their value at `row` moved out (or dropped) by the caller

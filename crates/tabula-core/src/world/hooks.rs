@@ -330,7 +330,11 @@ impl World {
         let Ok(location) = self.location(entity) else {
             return;
         };
-        let components = ComponentList::from(self.archetype_at(location).component_ids());
+        let mut components = ComponentList::from(self.archetype_at(location).component_ids());
+        if self.sparse.any() {
+            components.extend(self.sparse.held_by(entity));
+            components.sort_unstable();
+        }
         for kind in [HookKind::Despawn, HookKind::Replace, HookKind::Remove] {
             self.run_hooks(kind, entity, &components);
         }

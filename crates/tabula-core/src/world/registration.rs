@@ -191,6 +191,45 @@ impl<T: Component> ComponentRegistration<'_, T> {
         }))
     }
 
+    /// Stores `T` in a sparse set instead of the archetype tables: adding or removing a `T`
+    /// never moves the entity's row to another archetype, which makes toggling it several
+    /// times cheaper; reading it costs a lookup by entity instead of a walk along a column.
+    /// Pick it for markers and states that come and go often (`Stunned`, `Selected`,
+    /// `OnFire`) and for components few entities have; keep the default (tables) for data
+    /// that systems iterate every frame. See the guide's "Choosing a storage".
+    ///
+    /// Everything else works as for a table component: `get`/`get_mut`/`has`, inserts and
+    /// removals (alone or in bundles with table components), spawns, despawns, hooks and
+    /// observers, required components, [`RemovedComponents`](crate::RemovedComponents), and
+    /// change ticks.
+    ///
+    /// ```
+    /// use tabula::World;
+    ///
+    /// struct Position(f32);
+    /// struct Stunned;
+    ///
+    /// let mut world = World::new();
+    /// world.register_component::<Stunned>().sparse_set();
+    /// let e = world.spawn((Position(0.0),));
+    /// let before = world.archetypes().len();
+    /// world.insert(e, (Stunned,))?;
+    /// assert!(world.has::<Stunned>(e));
+    /// world.remove_one::<Stunned>(e)?;
+    /// assert_eq!(world.archetypes().len(), before, "no archetype was made for `Stunned`");
+    /// # Ok::<(), tabula::EntityError>(())
+    /// ```
+    ///
+    /// # Panics
+    /// When `T` is already stored in an archetype table, or a bundle the world has seen
+    /// lists it: choose the storage right after creating the world, before the component is
+    /// first stored.
+    #[track_caller]
+    pub fn sparse_set(self) -> Self {
+        self.world.make_sparse(self.id);
+        self
+    }
+
     /// Makes `T` immutable in this world: a value can be replaced by an insert (which runs
     /// the `on_replace` and `on_insert` hooks, so they see every change), never changed in
     /// place. `get_mut` returns [`EntityError::ImmutableComponent`](crate::EntityError),

@@ -232,6 +232,10 @@ impl World {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
+        if self.bundles.infos[id].sparse {
+            self.insert_with_sparse::<B, APPLY>(entity, bundle);
+            return Ok(());
+        }
         self.insert_bundle_at::<B, APPLY>(entity, location, id, bundle);
         Ok(())
     }
@@ -435,6 +439,9 @@ impl World {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
+        if self.bundles.infos[id].sparse {
+            return self.remove_with_sparse::<B, HOOKS>(entity);
+        }
         self.remove_bundle_at::<TakeBundle<B>, HOOKS>(entity, location, id, TakeBundle(PhantomData))
     }
 

@@ -1,0 +1,220 @@
+//! Sparse-set storage: one component type's values outside the archetype tables.
+//!
+//! A component registered with
+//! [`ComponentRegistration::sparse_set`](crate::ComponentRegistration::sparse_set) is not part
+//! of any archetype's component set (flecs calls this `DontFragment`). Its values live in one
+//! [`SparseSet`] per component type:
+//!
+//! * `sparse`, indexed by entity index: `0` for "absent", else the dense row plus one;
+//! * `dense`, a one-column [`Table`]: the entity of each dense row, the value and its
+//!   `added`/`changed` ticks, with the same type-erased column (and the same drop, move and
+//!   tick code) as an archetype's.
+//!
+//! Adding the component pushes a dense row and removing it swap-removes one, updating the
+//! `sparse` slot of the entity that moved into the hole: the entity's archetype row never
+//! moves. Looking a value up costs two dependent loads (the sparse slot, then the dense row's
+//! entity, compared with the asked-for entity so that a stale generation is never taken for
+//! a live one).
+//!
+//! The world keeps every set in [`SparseSets`], indexed by component id.
+
+use crate::change::Tick;
+use crate::component::{ComponentId, ComponentInfo};
+use crate::entity::Entity;
+
+use super::Table;
+
+/// The values of one sparse component type, by entity.
+///
+/// Invariants: for every dense row `r`, `sparse[dense.entities()[r].index()] == r + 1`; every
+/// other `sparse` slot is `0`; the dense table's invariants hold (rows `0..len` initialised).
+pub(crate) struct SparseSet {
+    sparse: Vec<u32>,
+    dense: Table,
+}
+
+impl SparseSet {
+    /// An empty set for values of `info`'s component.
+    pub(crate) fn new(info: &ComponentInfo) -> Self {
+        Self {
+            sparse: Vec::new(),
+            dense: Table::new([info]),
+        }
+    }
+
+    /// The entities holding the component, in dense order.
+    #[inline]
+    pub(crate) fn entities(&self) -> &[Entity] {
+        self.dense.entities()
+    }
+
+    /// The dense row of `entity`'s value, if it has one.
+    #[inline]
+    pub(crate) fn row_of(&self, entity: Entity) -> Option<usize> {
+        let slot = *self.sparse.get(entity.index() as usize)?;
+        let row = slot.checked_sub(1)? as usize;
+        // A slot is only ever set for the entity of its row, but an older generation of the
+        // same index must not find the newer one's value.
+        (self.dense.entities().get(row) == Some(&entity)).then_some(row)
+    }
+
+    /// True when `entity` holds the component.
+    #[inline]
+    pub(crate) fn contains(&self, entity: Entity) -> bool {
+        self.row_of(entity).is_some()
+    }
+
+    /// The dense table (one column, index 0).
+    #[inline]
+    pub(crate) fn table(&self) -> &Table {
+        &self.dense
+    }
+
+    /// The dense table, mutably.
+    ///
+    /// # Safety
+    /// The caller keeps the set's invariants: it must not push or remove rows through it
+    /// (only [`push_uninit`](Self::push_uninit) and the `swap_remove_*` methods do).
+    #[inline]
+    pub(crate) unsafe fn table_mut(&mut self) -> &mut Table {
+        &mut self.dense
+    }
+
+    /// Appends a dense row for `entity`, which must not hold the component, and returns it.
+    /// The value slot is uninitialised.
+    ///
+    /// # Safety
+    /// `entity` is not in the set; before the set is used again in any other way, and with
+    /// no chance of a panic in between, the caller initialises the value (and its ticks) at
+    /// the returned row.
+    #[inline]
+    pub(crate) unsafe fn push_uninit(&mut self, entity: Entity) -> usize {
+        debug_assert!(!self.contains(entity));
+        let index = entity.index() as usize;
+        if self.sparse.len() <= index {
+            self.sparse.resize(index + 1, 0);
+        }
+        // SAFETY: the caller's contract is passed on; `push_uninit` grows before recording.
+        let row = unsafe { self.dense.push_uninit(entity) };
+        self.sparse[index] = u32::try_from(row + 1).expect("a sparse set holds fewer than 2^32 values");
+        row
+    }
+
+    /// Removes dense `row` by moving the last row into it and fixes the moved entity's slot;
+    /// the removed value sits just past the end, owned by the caller, who must have moved it
+    /// out (read it) before calling, or must drop it with [`drop_past_end`](Self::drop_past_end)
+    /// right after.
+    ///
+    /// # Safety
+    /// `row < len`.
+    #[inline]
+    unsafe fn swap_out(&mut self, row: usize) -> usize {
+        let last = self.dense.len() - 1;
+        let removed = self.dense.entities()[row];
+        if row != last {
+            let moved = self.dense.entities()[last];
+            self.sparse[moved.index() as usize] = (row + 1) as u32;
+            // SAFETY: both rows are live and distinct.
+            unsafe { self.dense.column_unchecked_mut(0).swap(row, last) };
+        }
+        self.sparse[removed.index() as usize] = 0;
+        // SAFETY: the values stay in place (at `last`) for the caller, as documented.
+        unsafe { self.dense.forget_last_row(row) };
+        last
+    }
+
+    /// Removes `row`, whose value the caller has already moved out.
+    ///
+    /// # Safety
+    /// `row < len`, and its value was read out (it is not dropped here).
+    #[inline]
+    pub(crate) unsafe fn swap_remove_taken(&mut self, row: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.swap_out(row) };
+    }
+
+    /// Removes `row` and drops its value (last, once the set is consistent again).
+    ///
+    /// # Safety
+    /// `row < len`.
+    pub(crate) unsafe fn swap_remove_and_drop(&mut self, row: usize) {
+        // SAFETY: the caller's contract; the removed value is at `last`, past the length, and
+        // owned by nobody else: dropped once here.
+        unsafe {
+            let last = self.swap_out(row);
+            self.dense.column_unchecked_mut(0).drop_in_place(last);
+        }
+    }
+
+    /// Clamps the change ticks older than the maximum age.
+    pub(crate) fn check_change_ticks(&mut self, now: Tick) {
+        self.dense.check_change_ticks(now);
+    }
+
+    /// Removes every value, dropping them.
+    pub(crate) fn clear(&mut self) {
+        let len = self.dense.detach_rows();
+        self.sparse.clear();
+        // SAFETY: `detach_rows` just returned the old length.
+        unsafe { self.dense.drop_detached(len) };
+    }
+}
+
+/// Every sparse set of one world, indexed by component id (`None` for table components).
+#[derive(Default)]
+pub(crate) struct SparseSets {
+    sets: Vec<Option<SparseSet>>,
+    /// How many components are stored sparse: the structural paths test this one word before
+    /// looking for sparse values of an entity.
+    count: usize,
+}
+
+impl SparseSets {
+    /// True when some component is stored sparse.
+    #[inline(always)]
+    pub(crate) fn any(&self) -> bool {
+        self.count != 0
+    }
+
+    /// Makes component `info` sparse (idempotent).
+    pub(crate) fn make(&mut self, info: &ComponentInfo) {
+        let index = info.id().index();
+        if self.sets.len() <= index {
+            self.sets.resize_with(index + 1, || None);
+        }
+        if self.sets[index].is_none() {
+            self.sets[index] = Some(SparseSet::new(info));
+            self.count += 1;
+        }
+    }
+
+    /// The set of component `id`, if it is sparse.
+    #[inline]
+    pub(crate) fn get(&self, id: ComponentId) -> Option<&SparseSet> {
+        self.sets.get(id.index())?.as_ref()
+    }
+
+    /// The set of component `id`, mutably, if it is sparse.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, id: ComponentId) -> Option<&mut SparseSet> {
+        self.sets.get_mut(id.index())?.as_mut()
+    }
+
+    /// Every sparse set with its component id.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (ComponentId, &SparseSet)> {
+        (self.sets.iter().enumerate()).filter_map(|(i, s)| Some((ComponentId::from_index(i), s.as_ref()?)))
+    }
+
+    /// Every sparse set, mutably.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut SparseSet> {
+        self.sets.iter_mut().flatten()
+    }
+
+    /// The sparse components `entity` holds, in id order.
+    pub(crate) fn held_by(&self, entity: Entity) -> crate::world::hooks::ComponentList {
+        (self.iter())
+            .filter(|(_, set)| set.contains(entity))
+            .map(|(id, _)| id)
+            .collect()
+    }
+}

@@ -1,0 +1,482 @@
+//! The structural paths of sparse components (`storage/sparse.rs`): inserting, removing,
+//! spawning and despawning them, and reading them by entity.
+//!
+//! A bundle with a sparse field never follows an archetype edge (`BundleInfo::sparse`; the
+//! edge builders refuse one). The out-of-line general paths of `insert`, `remove` and
+//! `spawn` test that flag once and come here; the inline fast paths never see such a
+//! bundle, since its edges are never made. So the all-table paths pay one test of a flag
+//! that is already in cache, on their out-of-line path only.
+//!
+//! A one-field bundle of a sparse component (the common case, `insert(e, (Stunned,))`) is
+//! written straight into the set's dense column. A bundle mixing table and sparse fields is
+//! first written into a one-row scratch table of all its fields; the table fields then go
+//! through the by-id structural path as one bundle (one archetype move, with its hooks) and
+//! the sparse fields into their sets.
+//!
+//! Hooks, as for table components: `on_replace` (a replaced or removed value, still there),
+//! `on_add` (new to the entity), `on_insert` (every written value), `on_remove` (before the
+//! value goes), `on_despawn`; observers are hooks, so they fire too. In a mixed bundle the
+//! table fields' hooks of a kind run before the sparse fields' of that kind; a removal runs
+//! every `on_replace`/`on_remove` hook with the entity whole, then removes the values.
+//! Removals of a [tracked](crate::World::track_removals) sparse component are logged.
+
+use std::ptr;
+
+use smallvec::SmallVec;
+
+use super::World;
+use super::hooks::{ComponentList, HookKind};
+use super::structural::{InsertValues, RemoveValues};
+use crate::bundle::{Bundle, BundleId};
+use crate::change::{ComponentTicks, Mut, RunTicks, Tick};
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::error::EntityError;
+use crate::storage::{SparseSet, Table};
+
+impl World {
+    /// Makes component `id` sparse. Refused (a panic naming the component) once the
+    /// component is stored in a table or listed by a bundle the world has seen.
+    #[track_caller]
+    pub(super) fn make_sparse(&mut self, id: ComponentId) {
+        let info = self.components.info(id);
+        if info.is_sparse() {
+            return;
+        }
+        let in_table = (self.archetypes.archetypes.all().iter()).any(|a| a.column_of(id).is_some());
+        let in_bundle = (self.bundles.infos.iter()).any(|b| b.fields.contains(&id));
+        assert!(
+            !in_table && !in_bundle,
+            "component `{}` cannot become a sparse-set component: it is already stored in an \
+             archetype table (an entity was spawned or inserted with it, or a query or bundle \
+             named it). Choose the storage first, right after `World::new()`: \
+             `world.register_component::<T>().sparse_set()`",
+            info.name()
+        );
+        self.components.set_sparse(id);
+        self.sparse.make(self.components.info(id));
+    }
+
+    /// True when the sparse component `id` is held by `entity` (false for a table component).
+    #[inline]
+    pub(crate) fn sparse_contains(&self, id: ComponentId, entity: Entity) -> bool {
+        self.sparse.get(id).is_some_and(|set| set.contains(entity))
+    }
+
+    /// The sparse set of component `T`, if `T` is registered and sparse.
+    #[inline]
+    pub(crate) fn sparse_set_of<T: Component>(&self) -> Option<&SparseSet> {
+        if !self.sparse.any() {
+            return None;
+        }
+        self.sparse.get(self.components.id::<T>()?)
+    }
+
+    /// `has::<T>` for a sparse `T`; false for a table one.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sparse_has<T: Component>(&self, entity: Entity) -> bool {
+        self.sparse_set_of::<T>().is_some_and(|set| set.contains(entity))
+    }
+
+    /// `get::<T>` for a sparse `T`: `None` when `T` is not sparse or `entity` lacks it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sparse_get<T: Component>(&self, entity: Entity) -> Option<&T> {
+        let set = self.sparse_set_of::<T>()?;
+        let row = set.row_of(entity)?;
+        // SAFETY: the set's one column stores `T` (the set of `T`'s id) and `row` is live;
+        // `&self` rules out any `&mut` to it.
+        Some(unsafe { &*set.table().column(0).ptr(row).cast::<T>() })
+    }
+
+    /// `get_mut::<T>` for a sparse `T`, once `entity` is known alive: `None` when `T` is not
+    /// sparse or `entity` lacks it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sparse_get_mut<T: Component>(
+        &mut self,
+        entity: Entity,
+        run: RunTicks,
+        check: bool,
+    ) -> Option<Result<Mut<'_, T>, EntityError>> {
+        let id = self.components.id::<T>()?;
+        if check && self.components.info(id).is_immutable() {
+            let set = self.sparse.get(id)?;
+            set.row_of(entity)?;
+            return Some(Err(EntityError::ImmutableComponent {
+                entity,
+                component: std::any::type_name::<T>(),
+            }));
+        }
+        let set = self.sparse.get(id)?;
+        let row = set.row_of(entity)?;
+        let column = set.table().column(0);
+        let ticks = column.ticks_base();
+        // SAFETY: the column stores `T` and `row` is live; `&mut self` makes these the only
+        // references into the set's values and ticks for the borrow; the value and the
+        // `changed` tick are disjoint (as in `get_mut`).
+        Some(Ok(unsafe {
+            Mut::new(
+                &mut *column.ptr(row).cast::<T>(),
+                ComponentTicks::added_at(ticks, row),
+                &mut *ComponentTicks::changed_at(ticks, row),
+                column.changed_floor(run.this_run),
+                run,
+            )
+        }))
+    }
+
+    /// Runs `kind`'s hooks of the `components` that have any.
+    fn run_sparse_hooks(&mut self, kind: HookKind, entity: Entity, components: &[ComponentId]) {
+        if !components.is_empty() {
+            self.run_hooks(kind, entity, components);
+        }
+    }
+
+    /// `spawn` of a bundle with a sparse field: an empty entity, then the insert.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn spawn_with_sparse<B: Bundle>(&mut self, bundle: B) -> Entity {
+        let entity = self.spawn(());
+        self.insert_with_sparse::<B, true>(entity, bundle);
+        entity
+    }
+
+    /// Inserts bundle `B`, which has a sparse field, into live `entity`. With `APPLY`, the
+    /// hooks' commands are applied before it returns.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn insert_with_sparse<B: Bundle, const APPLY: bool>(&mut self, entity: Entity, bundle: B) {
+        self.flush();
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
+        if B::FIELDS == 1 {
+            let component = fields[0];
+            let present = self.sparse_contains(component, entity);
+            if present {
+                self.run_hooks(HookKind::Replace, entity, &[component]);
+            }
+            let tick = super::tick_now(&mut self.change_tick);
+            let set = self
+                .sparse
+                .get_mut(component)
+                .expect("the bundle's one field is sparse");
+            // SAFETY: the set's one column (index 0) stores the bundle's one field; the row
+            // is either the entity's (replaced: initialised) or freshly pushed (new:
+            // uninitialised), as `replaced` says; writing cannot panic.
+            unsafe {
+                match set.row_of(entity) {
+                    Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
+                    None => {
+                        let row = set.push_uninit(entity);
+                        bundle.write_new(set.table_mut(), &[0], row, tick);
+                    }
+                }
+            }
+            if !present {
+                self.run_hooks(HookKind::Add, entity, &[component]);
+            }
+            self.run_hooks(HookKind::Insert, entity, &[component]);
+        } else {
+            let mut scratch = Scratch::new(self, &fields);
+            let tick = super::tick_now(&mut self.change_tick);
+            // SAFETY: the scratch table has one column per field, in field order, and its one
+            // row was just pushed, uninitialised.
+            unsafe { bundle.write_new(&mut scratch.table, &scratch.columns, 0, tick) };
+            self.insert_scratch(entity, &fields, scratch, tick);
+        }
+        if APPLY {
+            self.apply_hook_commands();
+        }
+    }
+
+    /// Inserts the values of `scratch` (one per field of `fields`, all initialised, moved out
+    /// here) into `entity`: the table fields as one bundle by id, the sparse ones into their
+    /// sets.
+    fn insert_scratch(&mut self, entity: Entity, fields: &[ComponentId], mut scratch: Scratch, tick: Tick) {
+        let (mut table_fields, mut sparse_fields): (SmallVec<[(ComponentId, usize); 8]>, SmallVec<[_; 8]>) =
+            (SmallVec::new(), SmallVec::new());
+        for (i, &c) in fields.iter().enumerate() {
+            if self.components.info(c).is_sparse() {
+                sparse_fields.push((c, i));
+            } else {
+                table_fields.push((c, i));
+            }
+        }
+        table_fields.sort_unstable();
+        sparse_fields.sort_unstable();
+        // Every value is moved out below, and nothing in between can panic before they are
+        // (hooks run after): the scratch row is forgotten, not dropped.
+        scratch.forget_row();
+        if !table_fields.is_empty() {
+            let ids: SmallVec<[ComponentId; 8]> = table_fields.iter().map(|&(c, _)| c).collect();
+            let bundle = self.bundles.id_of_components(&ids);
+            let values = ValuesIn {
+                values: (table_fields.iter())
+                    .map(|&(c, i)| {
+                        let info = self.components.info(c);
+                        // SAFETY: column `i` of the scratch table holds field `i` at row 0.
+                        let ptr = unsafe { scratch.table.column(i).ptr(0) };
+                        (ptr, info.layout().size(), info.drop_fn())
+                    })
+                    .collect(),
+            };
+            let location = self.location(entity).expect("the entity is alive");
+            self.insert_bundle_at::<_, false>(entity, location, bundle, values);
+        }
+        let present: ComponentList = (sparse_fields.iter())
+            .map(|&(c, _)| c)
+            .filter(|&c| self.sparse_contains(c, entity))
+            .collect();
+        self.run_sparse_hooks(HookKind::Replace, entity, &present);
+        let mut added = ComponentList::new();
+        for &(c, i) in &sparse_fields {
+            let size = self.components.info(c).layout().size();
+            let drop = self.components.info(c).drop_fn();
+            let set = self.sparse.get_mut(c).expect("a sparse field has a set");
+            // SAFETY: column `i` of the scratch holds field `i`'s value at row 0, owned by
+            // this loop (the row was forgotten); the set's column stores the same component.
+            // A new row is pushed uninitialised and filled at once; a replaced value is
+            // swapped out into the scratch slot and dropped there, once.
+            unsafe {
+                let src = scratch.table.column(i).ptr(0);
+                match set.row_of(entity) {
+                    Some(row) => {
+                        let column = set.table_mut().column_unchecked_mut(0);
+                        ptr::swap_nonoverlapping(src, column.ptr(row), size);
+                        ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
+                        if let Some(drop) = drop {
+                            drop(src);
+                        }
+                    }
+                    None => {
+                        let row = set.push_uninit(entity);
+                        let column = set.table_mut().column_unchecked_mut(0);
+                        ptr::copy_nonoverlapping(src, column.ptr(row), size);
+                        column.ticks_base().add(row).write(ComponentTicks::new(tick));
+                        added.push(c);
+                    }
+                }
+            }
+        }
+        self.run_sparse_hooks(HookKind::Add, entity, &added);
+        let inserted: ComponentList = sparse_fields.iter().map(|&(c, _)| c).collect();
+        self.run_sparse_hooks(HookKind::Insert, entity, &inserted);
+    }
+
+    /// Removes bundle `B`, which has a sparse field, from `entity` and returns it. With
+    /// `HOOKS`, the `on_replace` and `on_remove` hooks run first (and their commands after).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn remove_with_sparse<B: Bundle, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+    ) -> Result<B, EntityError> {
+        self.flush();
+        let location = self.location(entity)?;
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
+        let archetype = self.archetype_at(location);
+        if let Some(&missing) = fields.iter().find(|&&c| {
+            if self.components.info(c).is_sparse() {
+                !self.sparse_contains(c, entity)
+            } else {
+                archetype.column_of(c).is_none()
+            }
+        }) {
+            return Err(EntityError::MissingComponent {
+                entity,
+                component: self.components.info(missing).name(),
+            });
+        }
+        let (table_ids, sparse_ids): (ComponentList, ComponentList) = fields
+            .iter()
+            .copied()
+            .partition(|&c| !self.components.info(c).is_sparse());
+        let (mut table_ids, mut sparse_ids) = (table_ids, sparse_ids);
+        table_ids.sort_unstable();
+        sparse_ids.sort_unstable();
+        let table_bundle = (!table_ids.is_empty()).then(|| self.bundles.id_of_components(&table_ids));
+        if HOOKS {
+            let mut all: ComponentList = fields.iter().copied().collect();
+            all.sort_unstable();
+            self.run_hooks(HookKind::Replace, entity, &all);
+            self.run_hooks(HookKind::Remove, entity, &all);
+            // Hooks make no structural change; they may have reserved ids.
+            self.flush();
+        }
+        let mut scratch = Scratch::new(self, &fields);
+        for &c in &sparse_ids {
+            if self.components.info(c).logs_removals() {
+                self.removals.record(&[c], &[entity]);
+            }
+            let i = fields.iter().position(|&f| f == c).expect("a field");
+            let size = self.components.info(c).layout().size();
+            let set = self.sparse.get_mut(c).expect("a sparse field has a set");
+            let row = set
+                .row_of(entity)
+                .expect("checked above; hooks make no structural change");
+            // SAFETY: `row` holds the entity's value; it is moved bit for bit into the scratch
+            // row's column `i` (of the same component, uninitialised), then the set forgets it.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    set.table().column(0).ptr(row),
+                    scratch.table.column(i).ptr(0),
+                    size,
+                );
+                set.swap_remove_taken(row);
+            }
+        }
+        if let Some(bundle) = table_bundle {
+            let mut out = ValuesOut {
+                to: [(ptr::null_mut(), 0); 16],
+            };
+            for (slot, &c) in out.to.iter_mut().zip(&table_ids) {
+                let i = fields.iter().position(|&f| f == c).expect("a field");
+                let size = self.components.info(c).layout().size();
+                // SAFETY: column `i` of the scratch has room for row 0.
+                *slot = (unsafe { scratch.table.column(i).ptr(0) }, size);
+            }
+            self.remove_bundle::<_, false>(entity, bundle, out)
+                .expect("checked above; hooks make no structural change");
+        }
+        // SAFETY: every field's value now sits in its scratch column at row 0 (moved out of
+        // the sets and the table above); each is read once, and the row is forgotten.
+        let removed = unsafe { B::take_at(&scratch.table, &scratch.columns, 0) };
+        scratch.forget_row();
+        if HOOKS {
+            self.apply_hook_commands();
+        }
+        Ok(removed)
+    }
+
+    /// Removes every sparse value `entity` holds, dropping them (after logging tracked
+    /// removals). No hooks: `despawn` ran them.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn despawn_sparse(&mut self, entity: Entity) {
+        let held = self.sparse.held_by(entity);
+        for &c in &held {
+            if self.components.info(c).logs_removals() {
+                self.removals.record(&[c], &[entity]);
+            }
+        }
+        for &c in &held {
+            let set = self.sparse.get_mut(c).expect("held by the entity");
+            if let Some(row) = set.row_of(entity) {
+                // SAFETY: `row` is live.
+                unsafe { set.swap_remove_and_drop(row) };
+            }
+        }
+    }
+
+    /// The bundle id of `B` and whether it has a sparse field.
+    #[inline]
+    pub(super) fn bundle_is_sparse<B: Bundle>(&mut self) -> (BundleId, bool) {
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        (id, self.bundles.infos[id].sparse)
+    }
+}
+
+/// A one-row table with a column per field of a bundle, in field order: where a mixed
+/// bundle's values wait between the typed bundle and their stores.
+struct Scratch {
+    table: Table,
+    columns: SmallVec<[u32; 8]>,
+}
+
+impl Scratch {
+    fn new(world: &World, fields: &[ComponentId]) -> Self {
+        let mut table = Table::new(fields.iter().map(|&c| world.components.info(c)));
+        // SAFETY: the row is filled by the caller before anything else reads the table, or
+        // forgotten (`forget_row`) before the table is dropped.
+        unsafe { table.push_uninit(Entity::new(u32::MAX, std::num::NonZeroU32::MIN)) };
+        Self {
+            table,
+            columns: (0..fields.len() as u32).collect(),
+        }
+    }
+
+    /// Forgets the row without dropping its values (they were moved out).
+    fn forget_row(&mut self) {
+        if self.table.len() == 1 {
+            // SAFETY: row 0 is the only row; its values were moved out (the caller's word).
+            unsafe { self.table.forget_last_row(0) };
+        }
+    }
+}
+
+/// Table fields of a mixed bundle, inserted by id: [`InsertValues`] for values in a scratch
+/// table, in the sub-bundle's field order (ids sorted).
+struct ValuesIn {
+    values: SmallVec<[(*mut u8, usize, Option<unsafe fn(*mut u8)>); 8]>,
+}
+
+impl InsertValues for ValuesIn {
+    // More than one, or one: only compared with 0 and 1, to pick the write order; the
+    // general order (`write_or_replace` after the move) is right for any count.
+    const FIELDS: usize = 2;
+
+    unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
+        for (&(src, size, _), &column) in self.values.iter().zip(columns) {
+            // SAFETY: `columns[i]` stores field `i`'s component and `row` is free (the
+            // caller's contract); `src` owns a value of that component, moved once.
+            unsafe {
+                let column = table.column_unchecked_mut(column as usize);
+                ptr::copy_nonoverlapping(src, column.ptr(row), size);
+                column.ticks_base().add(row).write(ComponentTicks::new(tick));
+            }
+        }
+    }
+
+    unsafe fn write_or_replace(
+        self,
+        table: &mut Table,
+        columns: &[u32],
+        replaced: &[bool],
+        row: usize,
+        tick: Tick,
+    ) {
+        for ((&(src, size, _), &column), &replaced) in self.values.iter().zip(columns).zip(replaced) {
+            // SAFETY: as in `write_new`; a replaced slot is initialised, and its old value is
+            // swapped into `src`'s memory, dropped below once every field is written.
+            unsafe {
+                let column = table.column_unchecked_mut(column as usize);
+                if replaced {
+                    ptr::swap_nonoverlapping(src, column.ptr(row), size);
+                    ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
+                } else {
+                    ptr::copy_nonoverlapping(src, column.ptr(row), size);
+                    column.ticks_base().add(row).write(ComponentTicks::new(tick));
+                }
+            }
+        }
+        for (&(src, _, drop), &replaced) in self.values.iter().zip(replaced) {
+            if let (true, Some(drop)) = (replaced, drop) {
+                // SAFETY: `src` holds the replaced old value (swapped out above), dropped once.
+                unsafe { drop(src) };
+            }
+        }
+    }
+}
+
+/// Where the table fields of a mixed bundle go when removed: [`RemoveValues`] into a
+/// scratch table's slots, in the sub-bundle's field order.
+#[derive(Clone, Copy)]
+struct ValuesOut {
+    to: [(*mut u8, usize); 16],
+}
+
+impl RemoveValues for ValuesOut {
+    const FIELDS: usize = 2;
+    type Output = ();
+
+    unsafe fn take_at(self, table: &Table, columns: &[u32], row: usize) {
+        for (&(to, size), &column) in self.to.iter().zip(columns) {
+            // SAFETY: `columns[i]` stores field `i`'s component and `row` holds a value (the
+            // caller's contract); `to` is its scratch slot, outside the table; moved once.
+            unsafe { ptr::copy_nonoverlapping(table.column_unchecked(column as usize).ptr(row), to, size) };
+        }
+    }
+}

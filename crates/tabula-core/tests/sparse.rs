@@ -1,0 +1,372 @@
+//! Sparse-set components (`ComponentRegistration::sparse_set`): every world operation gives
+//! the same results with a component stored sparse as with it in tables (each test body runs
+//! for both storages), and a sparse insert or removal never moves the entity's row. Small
+//! counts, so that Miri runs the file in seconds over the new storage's unsafe code (drops,
+//! over-aligned values, swap-removes).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tabula_core::{CommandQueue, Commands, Entity, EntityError, HookContext, HookWorld, World};
+
+/// Where the component under test is stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+const BOTH: [Storage; 2] = [Storage::Table, Storage::Sparse];
+
+/// A world with `T` stored as `storage` says.
+fn world_with<T: Send + Sync + 'static>(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<T>().sparse_set();
+    }
+    world
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Pos(u32);
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Vel(u32);
+#[derive(Debug, PartialEq, Clone, Copy, Default)]
+struct Stunned(u32);
+
+/// A value whose drops are counted.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>, #[allow(dead_code)] u64);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Over-aligned, with a drop.
+#[repr(align(64))]
+#[derive(Debug)]
+struct Wide(u8, Box<u32>);
+
+#[test]
+fn insert_get_get_mut_has_remove_behave_alike() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let a = world.spawn((Pos(1),));
+        let b = world.spawn((Pos(2), Stunned(20)));
+        assert_eq!(world.get::<Stunned>(b), Ok(&Stunned(20)), "{storage:?}");
+        assert!(!world.has::<Stunned>(a));
+        assert!(matches!(
+            world.get::<Stunned>(a),
+            Err(EntityError::MissingComponent { .. })
+        ));
+        world.insert(a, (Stunned(10),)).unwrap();
+        assert!(world.has::<Stunned>(a));
+        world.get_mut::<Stunned>(a).unwrap().0 += 1;
+        assert_eq!(world.get::<Stunned>(a), Ok(&Stunned(11)));
+        world.insert_one(a, Stunned(12)).unwrap(); // replaces
+        assert_eq!(world.get::<Stunned>(a), Ok(&Stunned(12)));
+        assert_eq!(world.remove_one::<Stunned>(b), Ok(Stunned(20)));
+        assert!(world.remove_one::<Stunned>(b).is_err());
+        assert_eq!(
+            world.get::<Stunned>(a),
+            Ok(&Stunned(12)),
+            "{storage:?}: a kept its value"
+        );
+        assert_eq!(world.get::<Pos>(a), Ok(&Pos(1)));
+        assert_eq!(world.get::<Pos>(b), Ok(&Pos(2)));
+        world.despawn(a).unwrap();
+        assert!(!world.has::<Stunned>(a));
+        assert!(world.get::<Stunned>(a).is_err());
+        // A new entity in `a`'s slot does not see `a`'s old value.
+        let c = world.spawn((Pos(3),));
+        assert!(!world.has::<Stunned>(c), "{storage:?}");
+    }
+}
+
+#[test]
+fn a_sparse_insert_or_removal_never_moves_the_row() {
+    let mut world = world_with::<Stunned>(Storage::Sparse);
+    let entities: Vec<Entity> = (0..8).map(|i| world.spawn((Pos(i),))).collect();
+    let archetypes = world.archetypes().len();
+    let before: Vec<_> = entities.iter().map(|&e| world.entities().get(e)).collect();
+    for &e in &entities {
+        world.insert(e, (Stunned(1),)).unwrap();
+    }
+    for &e in entities.iter().step_by(2) {
+        world.remove_one::<Stunned>(e).unwrap();
+    }
+    let after: Vec<_> = entities.iter().map(|&e| world.entities().get(e)).collect();
+    assert_eq!(before, after, "no row moved");
+    assert_eq!(world.archetypes().len(), archetypes, "no archetype made");
+    for (i, &e) in entities.iter().enumerate() {
+        assert_eq!(world.has::<Stunned>(e), i % 2 == 1);
+    }
+}
+
+#[test]
+fn mixed_bundles_spawn_insert_and_remove() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let e = world.spawn((Pos(1), Stunned(2), Vel(3)));
+        assert_eq!(
+            (world.get::<Pos>(e), world.get::<Stunned>(e), world.get::<Vel>(e)),
+            (Ok(&Pos(1)), Ok(&Stunned(2)), Ok(&Vel(3))),
+            "{storage:?}"
+        );
+        world.insert(e, (Vel(4), Stunned(5))).unwrap();
+        assert_eq!(world.get::<Vel>(e), Ok(&Vel(4)));
+        assert_eq!(world.get::<Stunned>(e), Ok(&Stunned(5)));
+        let missing = world.remove::<(Stunned, String)>(e).unwrap_err();
+        assert!(
+            matches!(missing, EntityError::MissingComponent { component, .. } if component.contains("String"))
+        );
+        assert!(world.has::<Stunned>(e), "a failed removal removes nothing");
+        assert_eq!(
+            world.remove::<(Stunned, Pos)>(e),
+            Ok((Stunned(5), Pos(1))),
+            "{storage:?}"
+        );
+        assert!(!world.has::<Stunned>(e) && !world.has::<Pos>(e));
+        assert_eq!(world.get::<Vel>(e), Ok(&Vel(4)));
+        let f = world.try_spawn((Stunned(9),)).unwrap();
+        assert_eq!(world.get::<Stunned>(f), Ok(&Stunned(9)));
+    }
+}
+
+#[test]
+fn values_are_dropped_once_on_every_path() {
+    for storage in BOTH {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counted = |n| Counted(Arc::clone(&drops), n);
+        let mut world = world_with::<Counted>(storage);
+        let a = world.spawn((Pos(0), counted(1)));
+        let b = world.spawn((counted(2),));
+        let c = world.spawn((Pos(1),));
+        world.insert(c, (counted(3),)).unwrap();
+        world.insert(c, (counted(4), Vel(1))).unwrap(); // replaces 3
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            1,
+            "{storage:?}: the replaced value"
+        );
+        let (taken,) = world.remove::<(Counted,)>(a).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "handed back, not dropped");
+        drop(taken);
+        world.despawn(b).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
+        let d = world.spawn((counted(5),));
+        world.clear();
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            5,
+            "{storage:?}: clear drops 4 and 5"
+        );
+        assert!(!world.contains(d));
+        world.spawn((counted(6), Pos(2)));
+        drop(world);
+        assert_eq!(drops.load(Ordering::Relaxed), 6, "{storage:?}: the world drops 6");
+    }
+}
+
+#[test]
+fn over_aligned_values_keep_their_alignment() {
+    for storage in BOTH {
+        let mut world = world_with::<Wide>(storage);
+        let entities: Vec<Entity> = (0..5u8)
+            .map(|i| world.spawn((Pos(u32::from(i)), Wide(i, Box::new(u32::from(i))))))
+            .collect();
+        world.remove_one::<Wide>(entities[1]).unwrap();
+        world.despawn(entities[0]).unwrap();
+        for &e in &entities[2..] {
+            let wide = world.get::<Wide>(e).unwrap();
+            assert_eq!((wide as *const Wide).addr() % 64, 0, "{storage:?}");
+            assert_eq!(u32::from(wide.0), *wide.1);
+        }
+    }
+}
+
+#[test]
+fn many_toggles_match_a_model() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let n = if cfg!(miri) { 12 } else { 200 };
+        let entities: Vec<Entity> = (0..n).map(|i| world.spawn((Pos(i),))).collect();
+        let mut model = vec![None; n as usize];
+        let mut x = 12345u64;
+        for step in 0..n * 6 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let i = (x >> 33) as usize % n as usize;
+            let e = entities[i];
+            match (x >> 20) % 3 {
+                0 => {
+                    world.insert(e, (Stunned(step),)).unwrap();
+                    model[i] = Some(step);
+                }
+                1 => assert_eq!(world.remove_one::<Stunned>(e).ok(), model[i].take().map(Stunned)),
+                _ => {
+                    if let Ok(mut s) = world.get_mut::<Stunned>(e) {
+                        s.0 += 1;
+                    }
+                    if let Some(v) = &mut model[i] {
+                        *v += 1;
+                    }
+                }
+            }
+        }
+        for (i, &e) in entities.iter().enumerate() {
+            assert_eq!(
+                world.get::<Stunned>(e).ok().copied(),
+                model[i].map(Stunned),
+                "{storage:?}"
+            );
+            assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as u32)));
+        }
+    }
+}
+
+#[test]
+fn change_ticks_mark_added_and_changed() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let e = world.spawn((Pos(0),));
+        world.insert(e, (Stunned(0),)).unwrap();
+        {
+            let s = world.get_mut::<Stunned>(e).unwrap();
+            assert!(s.is_added() && s.is_changed(), "{storage:?}");
+        }
+        world.clear_trackers();
+        {
+            let mut s = world.get_mut::<Stunned>(e).unwrap();
+            assert!(!s.is_added() && !s.is_changed(), "{storage:?}");
+            s.0 = 1;
+        }
+        world.clear_trackers();
+        world.insert(e, (Stunned(2),)).unwrap();
+        let s = world.get_mut::<Stunned>(e).unwrap();
+        assert!(
+            !s.is_added() && s.is_changed(),
+            "{storage:?}: a replace changes, does not add"
+        );
+    }
+}
+
+#[test]
+fn hooks_fire_for_sparse_components_as_for_table_ones() {
+    for storage in BOTH {
+        let log = Arc::new(std::sync::Mutex::new(Vec::<&'static str>::new()));
+        let mut world = world_with::<Stunned>(storage);
+        let hook = |name: &'static str| {
+            let log = Arc::clone(&log);
+            move |world: &mut HookWorld, ctx: HookContext| {
+                let present = world.has::<Stunned>(ctx.entity);
+                log.lock().unwrap().push(if present { name } else { "absent" });
+            }
+        };
+        world
+            .register_component::<Stunned>()
+            .on_add(hook("add"))
+            .on_insert(hook("insert"))
+            .on_replace(hook("replace"))
+            .on_remove(hook("remove"))
+            .on_despawn(hook("despawn"));
+        let e = world.spawn((Pos(0), Stunned(1)));
+        world.insert(e, (Stunned(2),)).unwrap();
+        world.remove_one::<Stunned>(e).unwrap();
+        world.insert(e, (Stunned(3),)).unwrap();
+        world.despawn(e).unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                "add", "insert", "replace", "insert", "replace", "remove", "add", "insert", "despawn",
+                "replace", "remove"
+            ],
+            "{storage:?}"
+        );
+    }
+}
+
+#[test]
+fn removals_are_logged_on_every_path() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        world.track_removals::<Stunned>();
+        let a = world.spawn((Stunned(1),));
+        let b = world.spawn((Pos(0), Stunned(2)));
+        let c = world.spawn((Stunned(3),));
+        world.remove_one::<Stunned>(a).unwrap();
+        world.despawn(b).unwrap();
+        world.clear();
+        let removed: Vec<Entity> = world.removed::<Stunned>().collect();
+        assert_eq!(removed, [a, b, c], "{storage:?}");
+    }
+}
+
+#[test]
+fn commands_and_required_components_reach_sparse_components() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        world.register_component::<Vel>().requires::<Stunned>();
+        let e = world.spawn((Pos(0),));
+        let mut queue = CommandQueue::new();
+        let mut commands = Commands::new(&mut queue, &world);
+        commands.insert(e, (Vel(1),));
+        let f = commands.spawn((Stunned(7), Pos(1))).id();
+        assert!(queue.apply(&mut world).is_empty());
+        assert_eq!(world.get::<Stunned>(e), Ok(&Stunned(0)), "{storage:?}: required");
+        assert_eq!(world.get::<Stunned>(f), Ok(&Stunned(7)));
+        let mut commands = Commands::new(&mut queue, &world);
+        commands.remove::<(Stunned,)>(e);
+        commands.despawn(f);
+        assert!(queue.apply(&mut world).is_empty());
+        assert!(!world.has::<Stunned>(e) && !world.contains(f), "{storage:?}");
+    }
+}
+
+#[test]
+fn immutable_sparse_components_refuse_get_mut() {
+    let mut world = World::new();
+    world.register_component::<Stunned>().sparse_set().immutable();
+    let e = world.spawn((Stunned(1),));
+    assert!(matches!(
+        world.get_mut::<Stunned>(e),
+        Err(EntityError::ImmutableComponent { .. })
+    ));
+    world.insert(e, (Stunned(2),)).unwrap();
+    assert_eq!(world.get::<Stunned>(e), Ok(&Stunned(2)));
+}
+
+#[test]
+fn wrong_world_entities_are_refused() {
+    let mut a = World::with_tag(1);
+    let mut b = World::with_tag(2);
+    a.register_component::<Stunned>().sparse_set();
+    b.register_component::<Stunned>().sparse_set();
+    let e = a.spawn((Stunned(1),));
+    b.spawn((Stunned(2),));
+    assert!(matches!(b.get::<Stunned>(e), Err(EntityError::WrongWorld { .. })));
+    assert!(matches!(
+        b.insert(e, (Stunned(3),)),
+        Err(EntityError::WrongWorld { .. })
+    ));
+    assert!(!b.has::<Stunned>(e));
+}
+
+#[test]
+#[should_panic(expected = "cannot become a sparse-set component")]
+fn choosing_sparse_after_first_use_panics() {
+    let mut world = World::new();
+    world.spawn((Stunned(1),));
+    world.register_component::<Stunned>().sparse_set();
+}
+
+#[test]
+#[should_panic(expected = "stored in a sparse set")]
+fn a_query_naming_a_sparse_component_is_refused() {
+    let mut world = world_with::<Stunned>(Storage::Sparse);
+    world.spawn((Stunned(1),));
+    let _ = world.query::<&Stunned>();
+}
