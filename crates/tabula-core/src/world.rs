@@ -577,7 +577,9 @@ impl World {
             });
         }
         let location = self.location(entity)?;
-        if location.archetype != ArchetypeId::EMPTY {
+        if location.archetype != ArchetypeId::EMPTY
+            || (self.sparse.any() && !self.sparse.held_by(entity).is_empty())
+        {
             return Err(EntityError::AlreadySpawned(entity));
         }
         self.insert(entity, bundle)

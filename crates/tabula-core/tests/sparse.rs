@@ -370,3 +370,67 @@ fn a_query_naming_a_sparse_component_is_refused() {
     world.spawn((Stunned(1),));
     let _ = world.query::<&Stunned>();
 }
+
+#[test]
+fn batches_spawn_insert_and_remove_sparse_components() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let spawned: Vec<Entity> = world.spawn_batch((0..4).map(|i| (Pos(i), Stunned(i)))).collect();
+        for (i, &e) in spawned.iter().enumerate() {
+            assert_eq!(world.get::<Stunned>(e), Ok(&Stunned(i as u32)), "{storage:?}");
+        }
+        let plain: Vec<Entity> = world.spawn_batch((0..3).map(|i| (Pos(10 + i),))).collect();
+        world
+            .insert_batch(plain.iter().map(|&e| (e, (Stunned(7),))))
+            .unwrap();
+        assert!(plain.iter().all(|&e| world.get::<Stunned>(e) == Ok(&Stunned(7))));
+        let twice = world.remove_batch::<(Stunned,)>(&[plain[0], plain[0]]);
+        assert!(
+            matches!(twice, Err(EntityError::MissingComponent { .. })),
+            "{storage:?}"
+        );
+        assert!(world.has::<Stunned>(plain[0]), "a refused batch removes nothing");
+        let removed = world.remove_batch::<(Stunned,)>(&[plain[2], plain[0]]).unwrap();
+        assert_eq!(removed, [(Stunned(7),), (Stunned(7),)]);
+        assert!(!world.has::<Stunned>(plain[0]) && world.has::<Stunned>(plain[1]));
+        let reserved = world.reserve_entity();
+        world.spawn_at(reserved, (Stunned(3),)).unwrap();
+        assert_eq!(world.get::<Stunned>(reserved), Ok(&Stunned(3)));
+        assert!(
+            world.spawn_at(reserved, (Pos(0),)).is_err(),
+            "{storage:?}: already spawned"
+        );
+    }
+}
+
+#[test]
+fn by_id_access_and_entity_views_see_sparse_components() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let id = world.register_component::<Stunned>().id();
+        let e = world.spawn((Pos(0),));
+        tabula_core::OwningPtr::make(Stunned(4), |value| {
+            // SAFETY: a `Stunned`, component `id`'s type.
+            unsafe { world.insert_by_id(e, id, value) }
+        })
+        .unwrap();
+        assert!(world.has_by_id(e, id), "{storage:?}");
+        let read = world.get_by_id(e, id).unwrap();
+        // SAFETY: component `id` is `Stunned`.
+        assert_eq!(unsafe { *read.deref::<Stunned>() }, Stunned(4));
+        {
+            let mut value = world.get_mut_by_id(e, id).unwrap();
+            // SAFETY: as above.
+            unsafe { value.as_mut().deref_mut::<Stunned>().0 = 5 };
+        }
+        assert_eq!(world.get::<Stunned>(e), Ok(&Stunned(5)));
+        let view = world.entity(e).unwrap();
+        assert!(
+            view.has::<Stunned>() && view.get::<Stunned>() == Some(&Stunned(5)),
+            "{storage:?}"
+        );
+        assert_eq!(world.remove_by_id(e, id), Ok(true));
+        assert_eq!(world.remove_by_id(e, id), Ok(false));
+        assert!(!world.has::<Stunned>(e));
+    }
+}

@@ -102,6 +102,13 @@ impl World {
         self.flush();
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
+        if self.bundles.infos[bundle].sparse {
+            // A sparse field never enters the archetype: one insert per entity.
+            for (entity, bundle) in batch {
+                self.insert(entity, bundle)?;
+            }
+            return Ok(());
+        }
         if self.bundle_has_hooks(bundle, HookKind::INSERTING) {
             return self.insert_batch_hooked(batch);
         }
@@ -256,6 +263,9 @@ impl World {
     pub fn remove_batch<B: Bundle>(&mut self, entities: &[Entity]) -> Result<Vec<B>, EntityError> {
         self.flush();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
+        if self.bundles.infos[bundle].sparse {
+            return self.remove_batch_sparse::<B>(bundle, entities);
+        }
         // A bundle with removal hooks (see `hooks`) takes the one-entity path after the
         // checks, with every entity's hooks run before the first removal.
         let hooked = self.bundle_has_hooks(bundle, HookKind::REMOVING);
@@ -335,6 +345,36 @@ impl World {
     /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
     /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s; an empty
     /// `rows` means `entities[i]` is at row `i`.
+    /// [`remove_batch`](Self::remove_batch) of a bundle with a sparse field: every entity is
+    /// checked first (alive, listed once, holding every field), then each removal is one
+    /// [`remove`](Self::remove).
+    #[cold]
+    fn remove_batch_sparse<B: Bundle>(
+        &mut self,
+        bundle: crate::bundle::BundleId,
+        entities: &[Entity],
+    ) -> Result<Vec<B>, EntityError> {
+        let mut seen = FixedBitSet::with_capacity(self.entities.slots());
+        for &entity in entities {
+            let location = self.location(entity)?;
+            let fields = &self.bundles.infos[bundle].fields;
+            if seen.put(entity.index() as usize) {
+                // Listed twice: the second removal would find the component gone.
+                let component = self.components.info(fields[0]).name();
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            let archetype = self.archetype_at(location);
+            if let Some(&missing) = fields
+                .iter()
+                .find(|&&c| archetype.column_of(c).is_none() && !self.sparse_contains(c, entity))
+            {
+                let component = self.components.info(missing).name();
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+        }
+        entities.iter().map(|&entity| self.remove::<B>(entity)).collect()
+    }
+
     fn remove_whole_table<B: Bundle>(
         &mut self,
         source: ArchetypeId,

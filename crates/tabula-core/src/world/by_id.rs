@@ -121,8 +121,9 @@ impl World {
     /// assert!(world.has_by_id(e, id));
     /// ```
     pub fn has_by_id(&self, entity: Entity, id: ComponentId) -> bool {
-        (self.entities.get(entity))
-            .is_some_and(|location| self.archetype_at(location).column_of(id).is_some())
+        (self.entities.get(entity)).is_some_and(|location| {
+            self.archetype_at(location).column_of(id).is_some() || self.sparse_contains(id, entity)
+        })
     }
 
     /// Moves `value` into `entity` as its component `id`, replacing (and dropping) a value it
@@ -177,6 +178,11 @@ impl World {
                 return Err(error);
             }
         };
+        if self.components.info(id).is_sparse() {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.insert_sparse_by_id(entity, id, value.as_ptr()) };
+            return Ok(());
+        }
         let bundle = self.bundles.id_of_components(&[id]);
         let value = ValueIn { value, size, drop };
         self.insert_bundle_at::<_, true>(entity, location, bundle, value);
@@ -207,6 +213,12 @@ impl World {
         let info = self.info_for(entity, id)?;
         let archetype = self.archetype_at(location);
         let Some(column) = archetype.column_of(id) else {
+            let set = self.sparse.get(id);
+            if let Some((set, row)) = set.and_then(|set| Some((set, set.row_of(entity)?))) {
+                // SAFETY: `row` is live in the set, so the pointer is in bounds and non-null;
+                // `&self` rules out writes for the borrow.
+                return Ok(unsafe { Ptr::new(NonNull::new_unchecked(set.table().column(0).ptr(row))) });
+            }
             return Err(missing(entity, info));
         };
         // SAFETY: `location.row` is a live row (locations are kept exact), so the pointer is
@@ -232,20 +244,27 @@ impl World {
         // Shared access to the table is enough (values and ticks are written through the
         // column's own pointers), and keeps the archetype shape, as in `get_mut`.
         let archetype = self.archetype_at(location);
-        let Some(column) = archetype.column_of(id) else {
-            return Err(EntityError::MissingComponent {
-                entity,
-                component: name,
-            });
+        let sparse = self
+            .sparse
+            .get(id)
+            .and_then(|set| Some((set, set.row_of(entity)?)));
+        let (column, row) = match (archetype.column_of(id), sparse) {
+            (Some(column), _) => (archetype.table.column(column), location.row as usize),
+            (None, Some((set, row))) => (set.table().column(0), row),
+            (None, None) => {
+                return Err(EntityError::MissingComponent {
+                    entity,
+                    component: name,
+                });
+            }
         };
-        if archetype.is_immutable(id) {
+        if self.components.info(id).is_immutable() {
             return Err(EntityError::ImmutableComponent {
                 entity,
                 component: name,
             });
         }
-        let column = archetype.table.column(column);
-        let (row, ticks) = (location.row as usize, column.ticks_base());
+        let ticks = column.ticks_base();
         // SAFETY: `row` is live, so the value pointer is in bounds and non-null; `&mut self`
         // makes these the only references into the column's values and ticks for the
         // borrow; the value and the `changed` tick are disjoint (read and pointed at without
@@ -282,6 +301,10 @@ impl World {
         let info = self.info_for(entity, id)?;
         let (layout, drop) = (info.layout(), info.drop_fn());
         self.flush();
+        if self.components.info(id).is_sparse() {
+            self.location(entity)?;
+            return Ok(self.remove_sparse_by_id(entity, id));
+        }
         if self.archetype_at(self.location(entity)?).column_of(id).is_none() {
             return Ok(false);
         }

@@ -50,7 +50,7 @@ impl<'w> EntityRef<'w> {
 
     /// True when the entity has a `T`.
     pub fn has<T: Component>(&self) -> bool {
-        self.archetype().has::<T>()
+        self.archetype().has::<T>() || (self.world.sparse.any() && self.world.has::<T>(self.entity))
     }
 
     /// The entity's component `id` (typed or [dynamic](crate::dynamic)), if it has one.

@@ -371,6 +371,68 @@ impl World {
         }
     }
 
+    /// `insert_by_id` of sparse component `id` into live `entity`, with its hooks.
+    ///
+    /// # Safety
+    /// `value` points at a valid value of component `id`, owned by the caller and given up
+    /// here (moved into the set, or swapped with the old value, which is dropped).
+    pub(super) unsafe fn insert_sparse_by_id(&mut self, entity: Entity, id: ComponentId, value: *mut u8) {
+        let present = self.sparse_contains(id, entity);
+        if present {
+            self.run_hooks(HookKind::Replace, entity, &[id]);
+        }
+        let tick = super::tick_now(&mut self.change_tick);
+        let size = self.components.info(id).layout().size();
+        let drop = self.components.info(id).drop_fn();
+        let set = self.sparse.get_mut(id).expect("a sparse component has a set");
+        // SAFETY: as in `insert_scratch`: the set's column stores component `id`, a new row is
+        // filled at once, a replaced value is swapped into `value`'s memory and dropped once.
+        unsafe {
+            match set.row_of(entity) {
+                Some(row) => {
+                    let column = set.table_mut().column_unchecked_mut(0);
+                    ptr::swap_nonoverlapping(value, column.ptr(row), size);
+                    ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
+                    if let Some(drop) = drop {
+                        drop(value);
+                    }
+                }
+                None => {
+                    let row = set.push_uninit(entity);
+                    let column = set.table_mut().column_unchecked_mut(0);
+                    ptr::copy_nonoverlapping(value, column.ptr(row), size);
+                    column.ticks_base().add(row).write(ComponentTicks::new(tick));
+                }
+            }
+        }
+        if !present {
+            self.run_hooks(HookKind::Add, entity, &[id]);
+        }
+        self.run_hooks(HookKind::Insert, entity, &[id]);
+        self.apply_hook_commands();
+    }
+
+    /// `remove_by_id` of sparse component `id` from live `entity`: hooks, the removal log,
+    /// then the value is dropped. Returns whether the entity had it.
+    pub(super) fn remove_sparse_by_id(&mut self, entity: Entity, id: ComponentId) -> bool {
+        if !self.sparse_contains(id, entity) {
+            return false;
+        }
+        self.run_hooks(HookKind::Replace, entity, &[id]);
+        self.run_hooks(HookKind::Remove, entity, &[id]);
+        self.flush();
+        if self.components.info(id).logs_removals() {
+            self.removals.record(&[id], &[entity]);
+        }
+        let set = self.sparse.get_mut(id).expect("a sparse component has a set");
+        if let Some(row) = set.row_of(entity) {
+            // SAFETY: `row` is live.
+            unsafe { set.swap_remove_and_drop(row) };
+        }
+        self.apply_hook_commands();
+        true
+    }
+
     /// The bundle id of `B` and whether it has a sparse field.
     #[inline]
     pub(super) fn bundle_is_sparse<B: Bundle>(&mut self) -> (BundleId, bool) {

@@ -23,8 +23,10 @@ where
 {
     world: &'w mut World,
     source: I,
+    /// The spawn edge; unused (`usize::MAX`) for a bundle with a sparse field.
     edge: usize,
-    /// The bundle has `on_add` or `on_insert` hooks.
+    /// The bundle has `on_add` or `on_insert` hooks, or a sparse field: each item is then
+    /// spawned on its own.
     hooked: bool,
 }
 
@@ -36,6 +38,15 @@ where
     #[track_caller]
     pub(super) fn new(world: &'w mut World, source: I) -> Self {
         world.flush();
+        if world.bundle_is_sparse::<I::Item>().1 {
+            // A sparse field never enters the archetype: each item is a `World::spawn`.
+            return Self {
+                world,
+                source,
+                edge: usize::MAX,
+                hooked: true,
+            };
+        }
         let edge = world.spawn_edge::<I::Item>();
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
@@ -63,11 +74,21 @@ where
     /// Spawns one entity along the batch's edge, with its hooks.
     #[inline(always)]
     fn spawn_one(&mut self, bundle: I::Item) -> Entity {
-        let (entity, _) = self.world.spawn_along(self.edge, bundle);
         if self.hooked {
-            self.world.run_inserted_hooks(entity, self.edge);
-            self.world.apply_hook_commands();
+            return self.spawn_one_hooked(bundle);
         }
+        self.world.spawn_along(self.edge, bundle).0
+    }
+
+    /// [`spawn_one`](Self::spawn_one) for a bundle with hooks or a sparse field.
+    #[inline(never)]
+    fn spawn_one_hooked(&mut self, bundle: I::Item) -> Entity {
+        if self.edge == usize::MAX {
+            return self.world.spawn(bundle);
+        }
+        let (entity, _) = self.world.spawn_along(self.edge, bundle);
+        self.world.run_inserted_hooks(entity, self.edge);
+        self.world.apply_hook_commands();
         entity
     }
 }
