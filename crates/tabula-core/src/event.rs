@@ -436,7 +436,7 @@ mod tests {
         let events = world.resource::<Events<u32>>().unwrap();
         assert_eq!(cursor.len(events), 1);
         assert_eq!(read_all(&mut cursor, events), [10]);
-        assert_eq!(read_all(&mut cursor, events), []);
+        assert_eq!(read_all(&mut cursor, events), Vec::<u32>::new());
         // Each value also has its own identity from `cursor_at_end` and `clear`.
         let mut other = Events::default();
         other.send_batch([7, 8]);

@@ -162,7 +162,7 @@ fn an_event_is_seen_once_by_every_reader_within_two_updates() {
     let mut late = EventCursor::default(); // reads after them
 
     // Run 1: `early` reads first (nothing yet), a sender sends 1, `late` reads.
-    assert_eq!(read(&world, &mut early), []);
+    assert_eq!(read(&world, &mut early), Vec::<u32>::new());
     world.send_event(Damage(1)).unwrap();
     assert_eq!(read(&world, &mut late), [1]);
     world.update_events();
@@ -177,13 +177,13 @@ fn an_event_is_seen_once_by_every_reader_within_two_updates() {
     // Run 3: 1 has been dropped (two updates), 2 is still there.
     assert_eq!(world.resource::<Events<Damage>>().unwrap().len(), 1);
     assert_eq!(read(&world, &mut early), [2]);
-    assert_eq!(read(&world, &mut late), []);
+    assert_eq!(read(&world, &mut late), Vec::<u32>::new());
     world.update_events();
 
     // Run 4: everything is gone, nothing is read twice.
     assert!(world.resource::<Events<Damage>>().unwrap().is_empty());
-    assert_eq!(read(&world, &mut early), []);
-    assert_eq!(read(&world, &mut late), []);
+    assert_eq!(read(&world, &mut early), Vec::<u32>::new());
+    assert_eq!(read(&world, &mut late), Vec::<u32>::new());
 }
 
 #[test]

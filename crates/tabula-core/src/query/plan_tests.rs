@@ -201,7 +201,7 @@ fn for_each_chunk_and_tick_filters_follow_new_rows() {
             sum += p.0;
         }
     });
-    assert_eq!(sum, (1..=5).sum());
+    assert_eq!(sum, (1..=5).sum::<u32>());
     assert_eq!(changed_count(&mut world), 5, "the chunk pass marked every row");
 
     // New rows in the same table (which grows) and in a new one.

@@ -14,6 +14,8 @@ mod map;
 mod read;
 mod registry;
 mod snapshot;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite;
 
 pub use load::LoadError;
 pub use map::{EntityMapper, MapEntities};
