@@ -279,3 +279,21 @@ fn malformed_files_are_errors() {
         assert!(e.to_string().contains(needle), "{json}: {e}");
     }
 }
+
+#[test]
+fn a_command_spawn_of_an_unknown_name_leaves_no_entity_behind() {
+    // `Commands` reserve the id at once; when the name turns out unknown at the apply, the
+    // reservation (by then an empty entity) is despawned, not left as an empty entity.
+    let mut world = world();
+    load(&mut world, r#"{ "rock": { "components": { "Hull": 1 } } }"#).unwrap();
+    let mut queue = tabula::CommandQueue::new();
+    let mut commands = Commands::new(&mut queue, &world);
+    let rock = commands.spawn_template_named("rock").id();
+    let ghost = commands.spawn_template_named("boulder").id();
+    let errors = queue.apply(&mut world);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].to_string().contains("\"boulder\""), "{}", errors[0]);
+    assert_eq!(world.get::<Hull>(rock), Ok(&Hull(1)));
+    assert!(!world.contains(ghost), "the reserved id is despawned");
+    assert_eq!(world.len(), 1);
+}

@@ -134,6 +134,8 @@ impl World {
     /// use serde::{Deserialize, Serialize};
     /// use tabula::World;
     /// use tabula::rusqlite::Connection;
+    /// # // SQLite is C, reached through FFI, which Miri cannot run.
+    /// # #[cfg(not(miri))] {
     ///
     /// #[derive(Serialize, Deserialize)]
     /// struct Ship { name: String }
@@ -154,6 +156,7 @@ impl World {
     ///     .query_map([], |row| row.get(0))?
     ///     .collect::<Result<_, _>>()?;
     /// assert_eq!(weak, ["Nostromo"]);
+    /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -399,6 +402,8 @@ impl World {
     /// use serde::{Deserialize, Serialize};
     /// use tabula::World;
     /// use tabula::rusqlite::Connection;
+    /// # // SQLite is C, reached through FFI, which Miri cannot run.
+    /// # #[cfg(not(miri))] {
     ///
     /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
     /// struct Health(u32);
@@ -415,6 +420,7 @@ impl World {
     /// loaded.import_sqlite(&db)?;
     /// assert_eq!(loaded.get::<Health>(ship)?, &Health(10));
     /// assert_eq!(loaded.spawn(()), world.spawn(()), "the same next id");
+    /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -438,6 +444,8 @@ impl World {
     /// use serde::{Deserialize, Serialize};
     /// use tabula::World;
     /// use tabula::rusqlite::Connection;
+    /// # // SQLite is C, reached through FFI, which Miri cannot run.
+    /// # #[cfg(not(miri))] {
     ///
     /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
     /// struct Health(u32);
@@ -454,6 +462,7 @@ impl World {
     /// let map = other.import_sqlite_remapped(&db)?;
     /// assert_eq!(other.get::<Health>(map[&ship])?, &Health(3));
     /// assert_eq!(other.get::<Health>(station)?, &Health(900));
+    /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
