@@ -278,6 +278,9 @@ impl RawArchetypes {
 struct AddRemove {
     world: World,
     entities: Vec<Entity>,
+    /// `B` stored in a sparse set (`register_component::<B>().sparse_set()`).
+    sparse_world: World,
+    sparse_entities: Vec<Entity>,
     batch_world: World,
     batch_entities: Vec<Entity>,
     hecs: hecs::World,
@@ -300,6 +303,9 @@ impl AddRemove {
         let n = Self::N;
         let mut world = World::new();
         let entities = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        let mut sparse_world = World::new();
+        sparse_world.register_component::<B>().sparse_set();
+        let sparse_entities = sparse_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         let mut batch_world = World::new();
         let batch_entities = batch_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         let mut hecs = hecs::World::new();
@@ -307,6 +313,8 @@ impl AddRemove {
         Self {
             world,
             entities,
+            sparse_world,
+            sparse_entities,
             batch_world,
             batch_entities,
             hecs,
@@ -336,6 +344,15 @@ fn add_remove(c: &mut Criterion) {
             }
             for &e in &s.entities {
                 s.world.remove_one::<B>(e).unwrap();
+            }
+        };
+        // `B` in a sparse set: no row moves.
+        "tabula_sparse" => |s: &mut AddRemove| {
+            for &e in &s.sparse_entities {
+                s.sparse_world.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &s.sparse_entities {
+                s.sparse_world.remove_one::<B>(e).unwrap();
             }
         };
         "tabula_batch" => |s: &mut AddRemove| {
@@ -400,6 +417,86 @@ fn add_remove(c: &mut Criterion) {
                 s.bs[index as usize] = None;
             }
             black_box((&s.a, &mut s.bs));
+        };
+    ]);
+}
+
+/// 8 tag components: their 256 combinations spread the `add_remove_frag` entities over 256
+/// archetypes.
+#[derive(Clone, Copy)]
+struct Tag<const N: usize>;
+
+/// The `add_remove_frag` worlds: 10,000 entities of `A` plus a random subset of 8 tags (256
+/// archetypes), with `B` in tables and in a sparse set.
+struct AddRemoveFrag {
+    table: World,
+    table_entities: Vec<Entity>,
+    sparse: World,
+    sparse_entities: Vec<Entity>,
+}
+
+impl AddRemoveFrag {
+    const N: usize = 10_000;
+
+    fn spawn_fragmented(world: &mut World) -> Vec<Entity> {
+        // A fixed xorshift stream: the same tag sets in both worlds and on every run.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        (0..Self::N)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let e = world.spawn((A(i as f32),));
+                macro_rules! tag {
+                    ($($n:literal)*) => {$(
+                        if x >> $n & 1 == 1 {
+                            world.insert_one(e, Tag::<$n>).unwrap();
+                        }
+                    )*};
+                }
+                tag!(0 1 2 3 4 5 6 7);
+                e
+            })
+            .collect()
+    }
+
+    fn new() -> Self {
+        let mut table = World::new();
+        let table_entities = Self::spawn_fragmented(&mut table);
+        let mut sparse = World::new();
+        sparse.register_component::<B>().sparse_set();
+        let sparse_entities = Self::spawn_fragmented(&mut sparse);
+        Self {
+            table,
+            table_entities,
+            sparse,
+            sparse_entities,
+        }
+    }
+}
+
+impl Rounds for AddRemoveFrag {}
+
+/// `add_remove` over 256 archetypes: add `B` to every entity, then remove it from every
+/// one, with `B` in tables (every move between two of 512 archetypes, 256 edges each way)
+/// and in a sparse set (no move).
+fn add_remove_frag(c: &mut Criterion) {
+    bench_group!(c, "add_remove_frag", &mut placements(|_| AddRemoveFrag::new()), [
+        "tabula_table" => |s: &mut AddRemoveFrag| {
+            for &e in &s.table_entities {
+                s.table.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &s.table_entities {
+                s.table.remove_one::<B>(e).unwrap();
+            }
+        };
+        "tabula_sparse" => |s: &mut AddRemoveFrag| {
+            for &e in &s.sparse_entities {
+                s.sparse.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &s.sparse_entities {
+                s.sparse.remove_one::<B>(e).unwrap();
+            }
         };
     ]);
 }
@@ -640,6 +737,7 @@ fn main() {
         .configure_from_args();
     simple_insert(&mut c);
     add_remove(&mut c);
+    add_remove_frag(&mut c);
     spawn_1m(&mut c);
     despawn_10k(&mut c);
     random_get(&mut c);

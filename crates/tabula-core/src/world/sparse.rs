@@ -145,15 +145,14 @@ impl World {
 
     /// Inserts bundle `B`, which has a sparse field, into live `entity`. With `APPLY`, the
     /// hooks' commands are applied before it returns.
-    #[cold]
     #[inline(never)]
     pub(super) fn insert_with_sparse<B: Bundle, const APPLY: bool>(&mut self, entity: Entity, bundle: B) {
         self.flush();
         let id = self.bundles.id_of::<B>(&mut self.components);
-        let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
         if B::FIELDS == 1 {
-            let component = fields[0];
-            let present = self.sparse_contains(component, entity);
+            let component = self.bundles.infos[id].fields[0];
+            let hooked = self.components.info(component).has_hooks(u8::MAX);
+            let present = hooked && self.sparse_contains(component, entity);
             if present {
                 self.run_hooks(HookKind::Replace, entity, &[component]);
             }
@@ -162,11 +161,12 @@ impl World {
                 .sparse
                 .get_mut(component)
                 .expect("the bundle's one field is sparse");
+            let row = set.row_of(entity);
             // SAFETY: the set's one column (index 0) stores the bundle's one field; the row
             // is either the entity's (replaced: initialised) or freshly pushed (new:
             // uninitialised), as `replaced` says; writing cannot panic.
             unsafe {
-                match set.row_of(entity) {
+                match row {
                     Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
                     None => {
                         let row = set.push_uninit(entity);
@@ -174,11 +174,19 @@ impl World {
                     }
                 }
             }
-            if !present {
-                self.run_hooks(HookKind::Add, entity, &[component]);
+            if hooked {
+                if row.is_none() {
+                    self.run_hooks(HookKind::Add, entity, &[component]);
+                }
+                self.run_hooks(HookKind::Insert, entity, &[component]);
+                if APPLY {
+                    self.apply_hook_commands();
+                }
             }
-            self.run_hooks(HookKind::Insert, entity, &[component]);
-        } else {
+            return;
+        }
+        {
+            let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
             let mut scratch = Scratch::new(self, &fields);
             let tick = super::tick_now(&mut self.change_tick);
             // SAFETY: the scratch table has one column per field, in field order, and its one
@@ -267,7 +275,6 @@ impl World {
 
     /// Removes bundle `B`, which has a sparse field, from `entity` and returns it. With
     /// `HOOKS`, the `on_replace` and `on_remove` hooks run first (and their commands after).
-    #[cold]
     #[inline(never)]
     pub(super) fn remove_with_sparse<B: Bundle, const HOOKS: bool>(
         &mut self,
@@ -276,6 +283,41 @@ impl World {
         self.flush();
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
+        if B::FIELDS == 1 {
+            let component = self.bundles.infos[id].fields[0];
+            let info = self.components.info(component);
+            let (hooked, logged) = (info.has_hooks(u8::MAX), info.logs_removals());
+            if !self.sparse_contains(component, entity) {
+                let component = info.name();
+                return Err(EntityError::MissingComponent { entity, component });
+            }
+            if HOOKS && hooked {
+                self.run_hooks(HookKind::Replace, entity, &[component]);
+                self.run_hooks(HookKind::Remove, entity, &[component]);
+                self.flush();
+            }
+            if logged {
+                self.removals.record(&[component], &[entity]);
+            }
+            let set = self
+                .sparse
+                .get_mut(component)
+                .expect("the bundle's one field is sparse");
+            let row = set
+                .row_of(entity)
+                .expect("checked above; hooks make no structural change");
+            // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
+            // holds the entity's value: read once, then the set forgets the row.
+            let removed = unsafe {
+                let removed = B::take_at(set.table(), &[0], row);
+                set.swap_remove_taken(row);
+                removed
+            };
+            if HOOKS && hooked {
+                self.apply_hook_commands();
+            }
+            return Ok(removed);
+        }
         let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
         let archetype = self.archetype_at(location);
         if let Some(&missing) = fields.iter().find(|&&c| {
