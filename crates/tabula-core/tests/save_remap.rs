@@ -255,6 +255,7 @@ fn a_remapped_load_gives_new_ids_and_rewrites_entity_fields_and_relationships() 
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "the remapped commit runs under Miri in the test above")]
 fn a_remapped_load_into_an_empty_world_works_too() {
     let Fleet { world: saved, .. } = fleet();
     let mut world = registered();
@@ -415,6 +416,10 @@ fn a_cycle_in_a_saved_hierarchy_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "safe checks only, each refused twice through JSON: slow under Miri"
+)]
 fn bad_resources_are_refused() {
     let mut value = fleet_value();
     value["resources"][0][0] = "Lives".into();
@@ -432,6 +437,10 @@ fn bad_resources_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "safe checks only (save_load.rs runs their like under Miri), each refused twice through JSON: slow under Miri"
+)]
 fn hostile_entities_are_refused_by_both_loads() {
     let (a, _) = archetype_with(&fleet_value(), "Name");
     let live = |value: &serde_json::Value| value["archetypes"][a]["entities"][0].as_u64().unwrap();
@@ -465,6 +474,7 @@ fn hostile_entities_are_refused_by_both_loads() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a safe check, before any unsafe step")]
 fn a_remapped_load_refuses_more_entities_than_the_world_has_room_for() {
     // A save whose allocator has more free room than the world it is loaded into cannot be
     // built cheaply; the check is exercised through a world whose slot limit is low.
