@@ -368,3 +368,51 @@ fn duplicate_entity_ids_are_refused() {
     let error = hostile(twice);
     assert!(error.to_string().contains("two rows"), "{error}");
 }
+
+#[test]
+fn ids_of_a_world_with_a_high_tag_and_an_empty_world_round_trip() {
+    // A tag of 128 or more sets the top bit: the ids are negative integers in SQL.
+    let mut world = World::with_tag(200);
+    world.register_serde::<Cargo>("Cargo");
+    world.register_serde::<Health>("Health");
+    let a = world.spawn((Health(1),));
+    let cargo = Cargo {
+        full: false,
+        mass: -0.5,
+        big: 0,
+        tag: None,
+        note: Some("fragile".into()),
+        items: Vec::new(),
+        at: Position(0.0, 0.0),
+        owner: a,
+        neg: i8::MIN,
+    };
+    let b = world.spawn((cargo.clone(),));
+    let db = exported(&world);
+    let ids: Vec<i64> = query(&db, "SELECT id FROM entities ORDER BY position, archetype");
+    assert!(ids.iter().all(|&id| id < 0), "{ids:?}");
+    let mut loaded = World::new();
+    loaded.register_serde::<Cargo>("Cargo");
+    loaded.register_serde::<Health>("Health");
+    loaded.import_sqlite(&db).unwrap();
+    assert_eq!(loaded.tag(), 200);
+    assert_eq!(loaded.get::<Health>(a), Ok(&Health(1)));
+    assert_eq!(loaded.get::<Cargo>(b), Ok(&cargo));
+
+    let mut empty = registered();
+    let db = exported(&empty);
+    let tables: Vec<i64> = query(&db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'");
+    assert_eq!(
+        tables,
+        [3 + 5],
+        "the fixed tables and one per registered component"
+    );
+    let mut loaded = registered();
+    loaded.import_sqlite(&db).unwrap();
+    assert_eq!(loaded.len(), 0);
+    assert_eq!(
+        loaded.spawn(()),
+        empty.spawn(()),
+        "the tag and the allocator of the export"
+    );
+}
