@@ -434,3 +434,11 @@ fn by_id_access_and_entity_views_see_sparse_components() {
         assert!(!world.has::<Stunned>(e));
     }
 }
+
+#[test]
+#[should_panic(expected = "views do not read yet")]
+fn a_view_of_a_sparse_component_is_refused() {
+    let mut world = world_with::<Stunned>(Storage::Sparse);
+    world.spawn((Stunned(1),));
+    let _ = world.view::<Stunned>();
+}

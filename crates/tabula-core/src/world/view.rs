@@ -71,7 +71,13 @@ impl World {
     ///
     /// Making it visits every archetype once; a lookup then skips the search for `T`'s column
     /// that [`get`](Self::get) does each time.
+    ///
+    /// # Panics
+    /// For a component stored in a [sparse set](crate::ComponentRegistration::sparse_set),
+    /// which views do not read yet: read it with [`get`](Self::get).
+    #[track_caller]
     pub fn view<T: Component>(&self) -> View<'_, T> {
+        self.refuse_sparse_view::<T>("World::view");
         let type_id = TypeId::of::<T>();
         let columns: Box<[Option<&[T]>]> = self
             .archetypes
@@ -202,9 +208,12 @@ impl World {
     /// borrowed.
     ///
     /// # Panics
-    /// For an [immutable](crate::ComponentRegistration::immutable) component.
+    /// For an [immutable](crate::ComponentRegistration::immutable) component, and for one
+    /// stored in a [sparse set](crate::ComponentRegistration::sparse_set) (as
+    /// [`view`](Self::view)).
     #[track_caller]
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
+        self.refuse_sparse_view::<T>("World::view_mut");
         if let Some(id) = self.components.id::<T>()
             && self.components.info(id).is_immutable()
         {
