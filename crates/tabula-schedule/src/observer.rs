@@ -173,7 +173,7 @@ impl WorldObserve for World {
             );
         };
         for condition in &mut conditions {
-            condition.set_condition_of(&name);
+            condition.set_condition_of(&format!("system `{name}`"));
             condition.set_observer();
             condition.initialize(self);
             let access = condition.access();

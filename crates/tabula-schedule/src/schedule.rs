@@ -13,10 +13,13 @@ use std::sync::Arc;
 
 use tabula_core::{World, WorldId, short_type_name};
 
-use crate::config::{ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs};
+use crate::config::{
+    BoxedCondition, ConditionFactory, Graph, IntoSetConfigs, IntoSystemConfigs, SetConfigs, SystemConfigs,
+};
 use crate::executor::plan::Plan;
 use crate::executor::protocol::RunState;
-use crate::executor::ticks::TickLayout;
+use crate::executor::set_condition::{SetCondition, SetConditionUse};
+use crate::executor::ticks::{TickLayout, place_set_conditions};
 use crate::executor::{
     ExecutorKind, Node, RunContext, SystemSlot, apply_pending, is_sampled_run, is_warm_up_run, parallel,
     single,
@@ -228,6 +231,9 @@ pub struct Schedule {
     initialized: usize,
     world: Option<WorldId>,
     built: Option<BuiltSchedule>,
+    /// Set run conditions, one instance per factory, shared by the sets' systems and kept
+    /// (with their state) across rebuilds; keyed by the factory's address.
+    set_conditions: HashMap<usize, (ConditionFactory, Arc<SetCondition>)>,
     executor: ExecutorKind,
     tracing: bool,
     /// Ages events at the end of each run (see [`Schedule::set_update_events`]).
@@ -271,6 +277,7 @@ impl Schedule {
             initialized: 0,
             world: None,
             built: None,
+            set_conditions: HashMap::new(),
             executor: ExecutorKind::Parallel,
             tracing: false,
             update_events: true,
@@ -516,6 +523,7 @@ impl Schedule {
             self.world = Some(world.id());
             self.initialized = 0;
             self.built = None;
+            self.set_conditions.clear();
         }
         if self.built.is_some() {
             return Ok(());
@@ -523,14 +531,22 @@ impl Schedule {
         // A system runs under its own conditions and those of every set it is in. Sets can
         // gain conditions and members after the first run, so every slot is checked, not only
         // new ones; a condition whose factory the slot already had is kept, with its state.
+        // A set's condition has one instance, shared by its systems (`set_condition.rs`).
         for index in 0..self.slots.len() {
             let fresh = index >= self.initialized;
-            let mut factories: Vec<ConditionFactory> = self.added[index].config_graph.conditions.clone();
-            for set in &self.membership(index) {
+            let own = self.added[index].config_graph.conditions.clone();
+            let mut from_sets: Vec<(&SetKey, ConditionFactory)> = Vec::new();
+            let membership = self.membership(index);
+            for set in &membership {
                 if let Some(config) = self.sets.get(set) {
-                    factories.extend(config.conditions.iter().cloned());
+                    from_sets.extend(config.conditions.iter().map(|make| (set, make.clone())));
                 }
             }
+            let factories: Vec<ConditionFactory> = own
+                .iter()
+                .chain(from_sets.iter().map(|(_, make)| make))
+                .cloned()
+                .collect();
             let added = &mut self.added[index];
             if !fresh && same_factories(&added.conditions_made_from, &factories) {
                 continue;
@@ -549,39 +565,40 @@ impl Schedule {
                 kept.clear();
             }
             let mut access = slot.system.access().clone();
-            for make in &factories {
+            for make in &own {
                 let condition = match kept.iter().position(|(from, _)| same_factory(from, make)) {
                     Some(at) => kept.swap_remove(at).1,
                     None => {
-                        let mut condition = make();
-                        condition.set_condition_of(slot.system.name());
-                        condition.initialize(world);
-                        let refused = if condition.access().is_deferred() {
-                            Some(ConditionWrite::Commands)
-                        } else if condition.access().writes_anything() {
-                            Some(ConditionWrite::World)
-                        } else {
-                            None
-                        };
-                        if let Some(write) = refused {
-                            // `built` stays `None`: the next `initialize` redoes this slot.
-                            return Err(ScheduleBuildError::ConditionWrites {
-                                condition: condition.name().to_string(),
-                                system: slot.system.name().to_string(),
-                                write,
-                            });
-                        }
-                        condition
+                        let guard = format!("system `{}`", slot.system.name());
+                        made_condition(make, &guard, slot.system.name(), world)?
                     }
                 };
                 access.absorb(condition.access());
                 slot.conditions.push(condition);
             }
+            slot.set_conditions.clear();
+            for (set, make) in &from_sets {
+                let key = Arc::as_ptr(make) as *const () as usize;
+                let shared = match self.set_conditions.get(&key) {
+                    Some((_, shared)) => shared.clone(),
+                    None => {
+                        let guard = format!("set `{set:?}`");
+                        let condition = made_condition(make, &guard, slot.system.name(), world)?;
+                        let shared = Arc::new(SetCondition::new(condition));
+                        self.set_conditions.insert(key, (make.clone(), shared.clone()));
+                        shared
+                    }
+                };
+                access.absorb(shared.access());
+                slot.set_conditions.push(SetConditionUse::new(shared));
+            }
             added.conditions_made_from = factories;
             slot.access = access;
         }
         self.initialized = self.slots.len();
-        self.built = Some(self.build()?);
+        let built = self.build()?;
+        place_set_conditions(&mut self.slots, &built.nodes, &built.graph.order, &built.ticks);
+        self.built = Some(built);
         Ok(())
     }
 
@@ -889,6 +906,9 @@ impl Schedule {
         }
         world.check_change_ticks();
         world.flush();
+        for (_, condition) in self.set_conditions.values() {
+            condition.start_run();
+        }
         let built = self.built.as_mut().expect("initialize built the schedule");
         let sampled = is_sampled_run(built.runs);
         // The traced run's interval starts here (see `Trace`).
@@ -1590,6 +1610,36 @@ fn abort_run(slots: &mut [SystemSlot], world: &mut World, payload: Box<dyn std::
         slot.system.discard_deferred(world);
     }
     std::panic::resume_unwind(payload)
+}
+
+/// A new run condition from `make`, initialised with `world`, whose messages say it guards
+/// `guard` (``system `name` `` or ``set `Name` ``); refused when it would write, naming
+/// `system`, the system being set up.
+fn made_condition(
+    make: &ConditionFactory,
+    guard: &str,
+    system: &str,
+    world: &mut World,
+) -> Result<BoxedCondition, ScheduleBuildError> {
+    let mut condition = make();
+    condition.set_condition_of(guard);
+    condition.initialize(world);
+    let refused = if condition.access().is_deferred() {
+        Some(ConditionWrite::Commands)
+    } else if condition.access().writes_anything() {
+        Some(ConditionWrite::World)
+    } else {
+        None
+    };
+    match refused {
+        // `built` stays `None`: the next `initialize` redoes this slot.
+        Some(write) => Err(ScheduleBuildError::ConditionWrites {
+            condition: condition.name().to_string(),
+            system: system.to_string(),
+            write,
+        }),
+        None => Ok(condition),
+    }
 }
 
 /// True when `made` and `wanted` list the same condition factories, in order.

@@ -99,10 +99,10 @@ pub trait System: Send + Sync + 'static {
     /// commands reserved for spawns are freed in `world`.
     fn discard_deferred(&mut self, _world: &mut World) {}
 
-    /// Tells a run condition which system it guards, before `initialize`, so its messages
-    /// (a missing resource, say) name that system too. Systems that are never conditions
-    /// can ignore it.
-    fn set_condition_of(&mut self, _system: &str) {}
+    /// Tells a run condition what it guards, as messages name it (``system `name` `` or
+    /// ``set `Name` ``), before `initialize`, so its messages (a missing resource, say) name
+    /// that too. Systems that are never conditions can ignore it.
+    fn set_condition_of(&mut self, _guard: &str) {}
 
     /// Tells the system it runs as an observer, before `initialize` (its `Commands` then use
     /// the world's shared entity lane). Systems that are never observers can ignore it.

@@ -156,6 +156,20 @@ impl<'w> UnsafeWorldCell<'w> {
         }
     }
 
+    /// This cell with its run tick moved `by` ticks back, to the tick of an earlier run
+    /// of the same segment (a set's run condition, which runs once for all its systems at
+    /// the tick its first system gave it); a cell without a run tick is returned as it is.
+    #[inline]
+    #[must_use]
+    pub fn with_earlier_run_tick(self, by: u64) -> Self {
+        let run_tick = self.bits & !MUTABLE;
+        if run_tick == NO_RUN_TICK {
+            self
+        } else {
+            self.with_run_tick(run_tick - by)
+        }
+    }
+
     /// The world's current change tick.
     #[inline]
     pub fn change_tick(self) -> Tick {

@@ -10,6 +10,7 @@
 pub(crate) mod parallel;
 pub(crate) mod plan;
 pub(crate) mod protocol;
+pub(crate) mod set_condition;
 pub(crate) mod single;
 pub(crate) mod ticks;
 
@@ -22,6 +23,7 @@ use crate::config::BoxedCondition;
 use crate::skipped::{CommandErrorPolicy, SkippedCommand};
 use crate::system::BoxedSystem;
 use crate::trace::{TraceKind, TraceLog, batch_sink};
+use set_condition::SetConditionUse;
 
 /// Which executor a schedule uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,7 +67,10 @@ pub(crate) fn is_warm_up_run(run: u32) -> bool {
 /// One added system with everything the executors need.
 pub(crate) struct SystemSlot {
     pub(crate) system: BoxedSystem,
+    /// Its own run conditions (given to the system), which run before those of its sets.
     pub(crate) conditions: Vec<BoxedCondition>,
+    /// The run conditions of the sets it is in, shared with the sets' other systems.
+    pub(crate) set_conditions: Vec<SetConditionUse>,
     /// The system's access plus its conditions'.
     pub(crate) access: SystemAccess,
     pub(crate) is_apply_deferred: bool,
@@ -81,6 +86,7 @@ impl SystemSlot {
         Self {
             system,
             conditions,
+            set_conditions: Vec::new(),
             access,
             is_apply_deferred,
             cost_ns: u64::MAX,
@@ -227,8 +233,10 @@ unsafe fn run_system_body(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) {
 }
 
 /// Runs every run condition of `slot` (each one, every time, each at the run tick after its
-/// predecessor's when `world` carries one: see [`ticks`]). Returns the cell the system runs
-/// with, its run tick past the conditions', when all allow it to run.
+/// predecessor's when `world` carries one: see [`ticks`]), then takes the verdicts of its
+/// sets' conditions, evaluating those no other system of the set has this run (see
+/// [`set_condition`]). Returns the cell the system runs with, its run tick past the
+/// conditions', when all allow it to run.
 ///
 /// # Safety
 /// As [`run_system`]: the caller holds the slot's access, which includes its conditions'.
@@ -245,6 +253,12 @@ pub(crate) unsafe fn conditions_allow<'w>(
         // SAFETY: conditions are read-only and their access is part of the slot's.
         allowed &= unsafe { condition.run_unsafe(world) };
         world = world.with_later_run_tick(condition.ticks_per_run());
+    }
+    for used in &slot.set_conditions {
+        let at = world.with_earlier_run_tick(used.tick_back);
+        // SAFETY: as above; the schedule initialised the set's condition with this world.
+        allowed &= unsafe { used.condition.verdict(structure, at) };
+        world = world.with_later_run_tick(used.condition.ticks_per_run());
     }
     allowed.then_some(world)
 }

@@ -16,6 +16,10 @@
 //! is below the next segment's. Both executors lay out the same ticks, so a run gives the
 //! same ticks whatever the thread count.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::set_condition::SetCondition;
 use super::{Node, SystemSlot};
 
 /// Where the ticks of a built schedule's systems sit; see the [module docs](self).
@@ -86,6 +90,43 @@ impl TickLayout {
     }
 }
 
+/// Gives each system's use of a set's run condition the distance back to the tick the
+/// set's first system in `order` has for it, so that whichever member evaluates the
+/// condition runs it at that one tick (see `set_condition.rs`). A member in a later segment
+/// than the first gets 0: the first's segment ran, and evaluated it, before its own started.
+pub(crate) fn place_set_conditions(
+    slots: &mut [SystemSlot],
+    nodes: &[Node],
+    order: &[usize],
+    layout: &TickLayout,
+) {
+    // Per condition: the segment and the tick offset of its first use.
+    let mut first: HashMap<*const SetCondition, (usize, u64)> = HashMap::new();
+    let mut segment = 0_usize;
+    for &node in order {
+        let Node::System(index) = nodes[node] else {
+            segment += 1;
+            continue;
+        };
+        let exclusive = ticks_of(slots, nodes[node]).is_none();
+        let slot = &mut slots[index];
+        let mut at = layout.offset(node) + slot.conditions.iter().map(|c| c.ticks_per_run()).sum::<u64>();
+        for used in &mut slot.set_conditions {
+            let (first_segment, first_at) =
+                *first.entry(Arc::as_ptr(&used.condition)).or_insert((segment, at));
+            used.tick_back = if first_segment == segment && !exclusive {
+                at - first_at
+            } else {
+                0
+            };
+            at += used.condition.ticks_per_run();
+        }
+        if exclusive {
+            segment += 1;
+        }
+    }
+}
+
 /// The ticks a node takes from its segment: its run conditions' and its system's; `None`
 /// for exclusive nodes, which end a segment.
 fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
@@ -97,7 +138,12 @@ fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
                 None
             } else {
                 let conditions: u64 = slot.conditions.iter().map(|c| c.ticks_per_run()).sum();
-                Some(conditions + slot.system.ticks_per_run())
+                let set_conditions: u64 = slot
+                    .set_conditions
+                    .iter()
+                    .map(|c| c.condition.ticks_per_run())
+                    .sum();
+                Some(conditions + set_conditions + slot.system.ticks_per_run())
             }
         }
     }

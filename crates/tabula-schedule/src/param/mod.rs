@@ -36,7 +36,8 @@ pub use tabula_core::query::RunTicks;
 #[derive(Debug, Clone)]
 pub struct SystemMeta {
     name: Cow<'static, str>,
-    /// For a run condition: the system it guards, which messages name too.
+    /// For a run condition: what it guards (``system `name` `` or ``set `Name` ``), which
+    /// messages name too.
     condition_of: Option<String>,
     access: SystemAccess,
     last_run: LastRun,
@@ -100,12 +101,13 @@ impl SystemMeta {
         Described(self)
     }
 
-    /// Marks the system as a run condition of `system`, so messages name both.
-    pub(crate) fn set_condition_of(&mut self, system: Option<String>) {
-        self.condition_of = system;
+    /// Marks the system as a run condition of `guard` (``system `name` `` or
+    /// ``set `Name` ``), so messages name both.
+    pub(crate) fn set_condition_of(&mut self, guard: Option<String>) {
+        self.condition_of = guard;
     }
 
-    /// The system this one is a run condition of, if it is one.
+    /// What this system is a run condition of, if it is one.
     pub(crate) fn condition_of(&self) -> Option<&str> {
         self.condition_of.as_deref()
     }
@@ -273,7 +275,7 @@ pub struct Described<'a>(&'a SystemMeta);
 impl std::fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0.condition_of {
-            Some(system) => write!(f, "run condition `{}` of system `{system}`", self.0.name),
+            Some(guard) => write!(f, "run condition `{}` of {guard}", self.0.name),
             None => write!(f, "system `{}`", self.0.name),
         }
     }
