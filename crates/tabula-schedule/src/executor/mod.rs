@@ -71,6 +71,8 @@ pub(crate) struct SystemSlot {
     pub(crate) conditions: Vec<BoxedCondition>,
     /// The run conditions of the sets it is in, shared with the sets' other systems.
     pub(crate) set_conditions: Vec<SetConditionUse>,
+    /// The ticks its set conditions take, together (see `ticks.rs`).
+    pub(crate) set_condition_ticks: u64,
     /// The system's access plus its conditions'.
     pub(crate) access: SystemAccess,
     pub(crate) is_apply_deferred: bool,
@@ -87,6 +89,7 @@ impl SystemSlot {
             system,
             conditions,
             set_conditions: Vec::new(),
+            set_condition_ticks: 0,
             access,
             is_apply_deferred,
             cost_ns: u64::MAX,
@@ -255,12 +258,10 @@ pub(crate) unsafe fn conditions_allow<'w>(
         world = world.with_later_run_tick(condition.ticks_per_run());
     }
     for used in &slot.set_conditions {
-        let at = world.with_earlier_run_tick(used.tick_back);
         // SAFETY: as above; the schedule initialised the set's condition with this world.
-        allowed &= unsafe { used.condition.verdict(structure, at) };
-        world = world.with_later_run_tick(used.condition.ticks_per_run());
+        allowed &= unsafe { used.condition.verdict(structure, || used.cell_for(world)) };
     }
-    allowed.then_some(world)
+    allowed.then_some(world.with_later_run_tick(slot.set_condition_ticks))
 }
 
 /// An `apply_deferred` node: applies every pending command buffer unless one of its run

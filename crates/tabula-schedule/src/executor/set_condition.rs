@@ -9,26 +9,27 @@
 //!
 //! The verdict is the same whichever system gets there first, at any thread count:
 //! * the condition runs at one tick, the tick the schedule's order gives it in the set's
-//!   first system (see [`SetConditionUse::tick_back`]), not at the tick of whichever system
+//!   first system (see [`SetConditionUse::shift`]), not at the tick of whichever system
 //!   evaluated it;
 //! * every member's access includes the condition's, so every system that writes what the
 //!   condition reads is ordered against every member. Two members that are not ordered
 //!   against each other therefore have the same such writers before them, and whichever
 //!   runs first sees the same world.
 //!
-//! Members can start at the same time on two threads; a lock makes the second wait for the
-//! first's evaluation. It is re-entrant, so a thread that picks up another member while
-//! the condition waits on a `par_for_each` inside it panics with a message instead of
-//! deadlocking.
+//! Members can start at the same time on two threads: [`OncePerRun`] lets one evaluate
+//! while the others wait, and makes the verdict, once there, cost one atomic load: about 5
+//! instructions per member, where taking a lock at every member's start cost about 33
+//! (callgrind, `frame_overhead`'s `run_frame_in_state`; a trivial system costs ~250). A
+//! thread that picks up another member while the condition it is evaluating waits on a
+//! `par_for_each` inside it panics with a message instead of waiting for itself.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
-use parking_lot::ReentrantMutex;
 use tabula_core::{UnsafeWorldCell, World};
 
 use crate::access::SystemAccess;
 use crate::config::BoxedCondition;
+use crate::sync::{AtomicUsize, Backoff, Ordering, UnsafeCell, thread_key};
 
 /// One set's run condition and its verdict for the current run.
 pub(crate) struct SetCondition {
@@ -37,13 +38,7 @@ pub(crate) struct SetCondition {
     ticks_per_run: u64,
     /// The condition's access, which every member's access absorbs.
     access: SystemAccess,
-    state: ReentrantMutex<RefCell<Evaluation>>,
-}
-
-struct Evaluation {
-    condition: BoxedCondition,
-    /// The verdict of this run, once a member evaluated it.
-    verdict: Option<bool>,
+    condition: OncePerRun<BoxedCondition>,
 }
 
 impl SetCondition {
@@ -52,10 +47,7 @@ impl SetCondition {
         Self {
             ticks_per_run: condition.ticks_per_run(),
             access: condition.access().clone(),
-            state: ReentrantMutex::new(RefCell::new(Evaluation {
-                condition,
-                verdict: None,
-            })),
+            condition: OncePerRun::new(condition),
         }
     }
 
@@ -71,51 +63,223 @@ impl SetCondition {
 
     /// Forgets the last run's verdict; called as a schedule run starts.
     pub(crate) fn start_run(&self) {
-        self.state.lock().borrow_mut().verdict = None;
+        self.condition.start_run();
     }
 
-    /// This run's verdict, evaluating the condition at `world`'s run tick if no member has
-    /// yet.
+    /// This run's verdict, evaluating the condition at the run tick of `at(world)` if no
+    /// member has yet (the cell is made only then, as the verdict is usually there).
     ///
     /// # Safety
     /// The caller holds the condition's access (a member's access includes it), and the
     /// condition was initialised with this world.
-    pub(crate) unsafe fn verdict(&self, structure: &World, world: UnsafeWorldCell<'_>) -> bool {
-        let guard = self.state.lock();
-        let Ok(mut evaluation) = guard.try_borrow_mut() else {
-            panic!(
-                "a set's run condition was asked for its verdict while it was being evaluated \
-                 on the same thread (it ran a `par_for_each`, and the thread picked up another \
-                 system of the set while it waited): give that condition to each system with \
-                 `run_if` instead of to the set, or make it run without `par_for_each`"
-            );
-        };
-        if let Some(verdict) = evaluation.verdict {
-            return verdict;
-        }
-        evaluation.condition.update_archetypes(structure);
-        // SAFETY: forwarded contract.
-        let verdict = unsafe { evaluation.condition.run_unsafe(world) };
-        evaluation.verdict = Some(verdict);
-        verdict
+    #[inline]
+    pub(crate) unsafe fn verdict<'w>(
+        &self,
+        structure: &World,
+        at: impl FnOnce() -> UnsafeWorldCell<'w>,
+    ) -> bool {
+        self.condition.get(|condition| {
+            condition.update_archetypes(structure);
+            // SAFETY: forwarded contract.
+            unsafe { condition.run_unsafe(at()) }
+        })
     }
 }
 
 /// A system's use of a set's condition.
 pub(crate) struct SetConditionUse {
     pub(crate) condition: Arc<SetCondition>,
-    /// How many ticks before this system's tick for the condition the set's first system
-    /// (in the schedule's order) has its tick for it, when both are in one segment (see
-    /// `ticks.rs`); 0 otherwise, when the first system's segment ran before this one's and
-    /// the verdict is already there.
-    pub(crate) tick_back: u64,
+    /// The tick the set's first system (in the schedule's order) has for the condition,
+    /// less the tick this system's set conditions start at, when both systems are in one
+    /// segment (see `ticks.rs`); 0 otherwise, when the first system's segment ran before
+    /// this one's and the verdict is already there.
+    pub(crate) shift: i64,
 }
 
 impl SetConditionUse {
     pub(crate) fn new(condition: Arc<SetCondition>) -> Self {
-        Self {
-            condition,
-            tick_back: 0,
+        Self { condition, shift: 0 }
+    }
+
+    /// `world` (whose run tick is where this system's set conditions start) at the tick the
+    /// condition runs at.
+    #[inline]
+    pub(crate) fn cell_for<'w>(&self, world: UnsafeWorldCell<'w>) -> UnsafeWorldCell<'w> {
+        if self.shift < 0 {
+            world.with_earlier_run_tick(self.shift.unsigned_abs())
+        } else {
+            world.with_later_run_tick(self.shift.unsigned_abs())
         }
+    }
+}
+
+/// No verdict yet this run.
+const UNKNOWN: usize = 0;
+/// A thread is evaluating; the others wait.
+const EVALUATING: usize = 1;
+const FALSE: usize = 2;
+const TRUE: usize = 3;
+
+/// A `T` that computes a `bool` at most once per run, for whichever thread asks first,
+/// while the others wait for it.
+///
+/// `state` goes `UNKNOWN -> EVALUATING -> FALSE | TRUE` within a run, and back to
+/// `UNKNOWN` at the next [`start_run`](Self::start_run) (or when the evaluation unwinds).
+/// Only the thread whose compare-exchange moved it to `EVALUATING` touches `value`, until
+/// it publishes the verdict with a release store; a thread that reads the verdict with an
+/// acquire load sees everything the evaluation did.
+pub(crate) struct OncePerRun<T> {
+    state: AtomicUsize,
+    /// The [`thread_key`] of the evaluating thread (0 when none), to tell a thread that would
+    /// wait for itself.
+    evaluator: AtomicUsize,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: `value` is only reached by the one thread that holds `EVALUATING` (the state
+// machine above), so sharing the cell across threads sends the `T` at most; it needs `Send`.
+unsafe impl<T: Send> Sync for OncePerRun<T> {}
+
+impl<T> OncePerRun<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self {
+            state: AtomicUsize::new(UNKNOWN),
+            evaluator: AtomicUsize::new(0),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Forgets the last verdict. An evaluation under way (none is, between runs) keeps its
+    /// state: only a verdict goes back to `UNKNOWN`.
+    pub(crate) fn start_run(&self) {
+        let _ = self
+            .state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |state| {
+                (state >= FALSE).then_some(UNKNOWN)
+            });
+    }
+
+    /// This run's verdict: `evaluate`'s, run on the value by the first caller.
+    ///
+    /// # Panics
+    /// When `evaluate` panics (the verdict stays unknown, for the next caller to try), or
+    /// when the thread evaluating calls this again from inside `evaluate` (see the module
+    /// docs).
+    #[inline]
+    pub(crate) fn get(&self, evaluate: impl FnOnce(&mut T) -> bool) -> bool {
+        match self.state.load(Ordering::Acquire) {
+            TRUE => true,
+            FALSE => false,
+            _ => self.evaluate_or_wait(evaluate),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn evaluate_or_wait(&self, evaluate: impl FnOnce(&mut T) -> bool) -> bool {
+        let backoff = Backoff::new();
+        loop {
+            match self
+                .state
+                .compare_exchange(UNKNOWN, EVALUATING, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.evaluator.store(thread_key(), Ordering::Relaxed);
+                    let unwinding = Unwinding(self);
+                    // SAFETY: this thread moved the state to `EVALUATING`, so it alone may
+                    // reach the value until it stores a verdict or `Unwinding` resets it.
+                    let verdict = self.value.with_mut(|value| evaluate(unsafe { &mut *value }));
+                    std::mem::forget(unwinding);
+                    self.evaluator.store(0, Ordering::Relaxed);
+                    self.state
+                        .store(if verdict { TRUE } else { FALSE }, Ordering::Release);
+                    return verdict;
+                }
+                Err(TRUE) => return true,
+                Err(FALSE) => return false,
+                Err(_) => {
+                    assert!(
+                        self.evaluator.load(Ordering::Relaxed) != thread_key(),
+                        "a set's run condition was asked for its verdict while this thread was \
+                         evaluating it (it ran a `par_for_each`, and the thread picked up another \
+                         system of the set while it waited): give that condition to each system \
+                         with `run_if` instead of to the set, or run it without `par_for_each`"
+                    );
+                    backoff.snooze();
+                }
+            }
+        }
+    }
+}
+
+/// Resets an evaluation that unwinds, so that the verdict stays unknown and nobody waits for
+/// it forever.
+struct Unwinding<'a, T>(&'a OncePerRun<T>);
+
+impl<T> Drop for Unwinding<'_, T> {
+    fn drop(&mut self) {
+        self.0.evaluator.store(0, Ordering::Relaxed);
+        self.0.state.store(UNKNOWN, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! Two and three threads ask for one verdict at once: the value is evaluated once, every
+    //! thread gets its verdict and sees the evaluation's writes, and a run after
+    //! `start_run` evaluates again.
+
+    use super::*;
+    use loom::sync::Arc;
+
+    #[test]
+    fn loom_one_evaluation_per_run_whoever_asks() {
+        loom::model(|| {
+            let once = Arc::new(OncePerRun::new(0_u32));
+            let ask = |once: &OncePerRun<u32>| {
+                once.get(|evaluations| {
+                    *evaluations += 1;
+                    *evaluations % 2 == 1
+                })
+            };
+            let other = {
+                let once = once.clone();
+                loom::thread::spawn(move || ask(&once))
+            };
+            let here = ask(&once);
+            assert!(here && other.join().unwrap());
+            once.start_run();
+            assert!(!ask(&once), "the second run evaluates again");
+            // SAFETY: every thread that could reach the value has been joined.
+            once.value
+                .with_mut(|evaluations| assert_eq!(unsafe { *evaluations }, 2));
+        });
+    }
+
+    #[test]
+    fn loom_an_evaluation_that_panics_leaves_the_verdict_to_the_next_caller() {
+        loom::model(|| {
+            let once = Arc::new(OncePerRun::new(0_u32));
+            let failing = {
+                let once = once.clone();
+                loom::thread::spawn(move || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        once.get(|_| panic!("the condition panicked"))
+                    }))
+                    .is_err()
+                })
+            };
+            // Either this thread evaluates first (and the other then finds a verdict), or
+            // the other's panic resets the state and this thread evaluates.
+            let here = once.get(|evaluations| {
+                *evaluations += 1;
+                true
+            });
+            failing.join().unwrap();
+            assert!(here);
+            // SAFETY: every thread that could reach the value has been joined.
+            let evaluations = once.value.with_mut(|evaluations| unsafe { *evaluations });
+            assert_eq!(evaluations, 1);
+        });
     }
 }

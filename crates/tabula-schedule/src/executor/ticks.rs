@@ -90,10 +90,10 @@ impl TickLayout {
     }
 }
 
-/// Gives each system's use of a set's run condition the distance back to the tick the
-/// set's first system in `order` has for it, so that whichever member evaluates the
-/// condition runs it at that one tick (see `set_condition.rs`). A member in a later segment
-/// than the first gets 0: the first's segment ran, and evaluated it, before its own started.
+/// Places each system's use of a set's run condition at the tick the set's first system in
+/// `order` has for it, so that whichever member evaluates the condition runs it at that one
+/// tick (see `set_condition.rs`). A member in a later segment than the first keeps 0: the
+/// first's segment ran, and evaluated it, before its own started.
 pub(crate) fn place_set_conditions(
     slots: &mut [SystemSlot],
     nodes: &[Node],
@@ -110,17 +110,19 @@ pub(crate) fn place_set_conditions(
         };
         let exclusive = ticks_of(slots, nodes[node]).is_none();
         let slot = &mut slots[index];
-        let mut at = layout.offset(node) + slot.conditions.iter().map(|c| c.ticks_per_run()).sum::<u64>();
+        let start = layout.offset(node) + slot.conditions.iter().map(|c| c.ticks_per_run()).sum::<u64>();
+        let mut at = start;
         for used in &mut slot.set_conditions {
             let (first_segment, first_at) =
                 *first.entry(Arc::as_ptr(&used.condition)).or_insert((segment, at));
-            used.tick_back = if first_segment == segment && !exclusive {
-                at - first_at
+            used.shift = if first_segment == segment && !exclusive {
+                first_at as i64 - start as i64
             } else {
                 0
             };
             at += used.condition.ticks_per_run();
         }
+        slot.set_condition_ticks = at - start;
         if exclusive {
             segment += 1;
         }
