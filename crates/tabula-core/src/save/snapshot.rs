@@ -30,6 +30,15 @@ pub enum SaveError {
     /// Ids were reserved (by `World::reserve_entity` or commands) and not yet made into
     /// entities.
     UnflushedReservations,
+    /// An entity to save holds a component stored in a sparse set
+    /// ([`sparse_set`](crate::ComponentRegistration::sparse_set)), which saves do not cover
+    /// yet: refused rather than silently left out.
+    SparseComponent {
+        /// The component's name.
+        component: &'static str,
+        /// How many entities to save hold it.
+        entities: usize,
+    },
 }
 
 impl fmt::Display for SaveError {
@@ -41,6 +50,12 @@ impl fmt::Display for SaveError {
                  for save and load; call World::register_serde::<{component}>(\"a stable name\") \
                  (every component of every archetype, empty ones included, is saved so that a \
                  loaded world creates archetypes in the same order)"
+            ),
+            Self::SparseComponent { component, entities } => write!(
+                f,
+                "cannot save: component {component} (held by {entities} entities to save) is stored \
+                 in a sparse set, which saves do not cover yet; store it in the archetype tables \
+                 (the default) to save it"
             ),
             Self::UnflushedReservations => f.write_str(
                 "cannot save: entity ids are reserved and not yet spawned; call World::flush \
@@ -188,6 +203,25 @@ impl World {
                         entities.free.push(entity.index());
                     }
                 }
+            }
+        }
+        for (id, set) in self.sparse.iter() {
+            let held = (set.entities().iter())
+                .filter(|&&entity| {
+                    let location = self
+                        .entities()
+                        .get(entity)
+                        .expect("a sparse value's entity is alive");
+                    self.archetypes()
+                        .nth(location.archetype.index())
+                        .is_some_and(saved)
+                })
+                .count();
+            if held > 0 {
+                return Err(SaveError::SparseComponent {
+                    component: self.components().info(id).name(),
+                    entities: held,
+                });
             }
         }
         let archetypes = (self.archetypes().enumerate())
