@@ -16,9 +16,9 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde::{Deserialize, Serialize};
-use tabula::rusqlite::{params, Connection};
+use tabula::rusqlite::{Connection, params};
 use tabula::{Entity, World};
 
 #[derive(Clone, Copy, Serialize, Deserialize)]

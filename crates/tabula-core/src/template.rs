@@ -513,21 +513,36 @@ impl fmt::Display for TemplateError {
                 }
                 write!(f, "]")
             }
-            Self::UnknownComponent { template, component, known } => write!(
+            Self::UnknownComponent {
+                template,
+                component,
+                known,
+            } => write!(
                 f,
                 "template {template:?}: no component is registered for templates as {component:?} \
                  (registered: {known:?}); register it with \
                  `world.register_template_component::<T>({component:?})`"
             ),
-            Self::BadValue { template, component, message } => {
-                write!(f, "template {template:?}, component {component:?}: bad value: {message}")
+            Self::BadValue {
+                template,
+                component,
+                message,
+            } => {
+                write!(
+                    f,
+                    "template {template:?}, component {component:?}: bad value: {message}"
+                )
             }
             Self::UnknownBase { template, base } => write!(
                 f,
                 "template {template:?} extends {base:?}, which is neither in the file nor registered"
             ),
             Self::Cycle { templates } => {
-                write!(f, "templates extend each other in a cycle: {}", templates.join(" -> "))
+                write!(
+                    f,
+                    "templates extend each other in a cycle: {}",
+                    templates.join(" -> ")
+                )
             }
             Self::Malformed { message } => write!(f, "not a template file: {message}"),
         }
@@ -698,6 +713,25 @@ fn unknown(error: TemplateError) -> CommandError {
     }
 }
 
+/// The applied half of a `Commands` template spawn: `template` into the reserved `entity`.
+fn fill_reserved(world: &mut World, entity: Entity, template: &Template) -> Result<(), CommandError> {
+    (world.spawn_template_at(entity, template)).map_err(|error| CommandError::Entity {
+        command: "spawn_template",
+        entity,
+        error,
+    })
+}
+
+/// The applied half of a `ScopedCommands` template spawn: a new entity of `template`.
+fn spawn_fresh(world: &mut World, template: &Template) -> Result<(), CommandError> {
+    (world.spawn_template_under(template, None))
+        .map(drop)
+        .map_err(|error| CommandError::Spawn {
+            command: "spawn_template",
+            error,
+        })
+}
+
 impl Commands<'_, '_> {
     /// Spawns an entity from `template` (and its children) when the queue is applied. The
     /// entity's id is reserved now and returned at once, as for [`spawn`](Self::spawn), so
@@ -723,13 +757,7 @@ impl Commands<'_, '_> {
         let mut commands = self.spawn_empty();
         let entity = commands.id();
         commands.add(Fallible(move |world: &mut World| {
-            world
-                .spawn_template_at(entity, &template)
-                .map_err(|error| CommandError::Entity {
-                    command: "spawn_template",
-                    entity,
-                    error,
-                })
+            fill_reserved(world, entity, &template)
         }));
         commands
     }
@@ -767,13 +795,7 @@ impl Commands<'_, '_> {
                     return Err(unknown(error));
                 }
             };
-            world
-                .spawn_template_at(entity, &template)
-                .map_err(|error| CommandError::Entity {
-                    command: "spawn_template",
-                    entity,
-                    error,
-                })
+            fill_reserved(world, entity, &template)
         }));
         commands
     }
@@ -801,15 +823,7 @@ impl ScopedCommands<'_> {
     /// A spawn refused because every entity slot is in use is a [`CommandError::Spawn`].
     pub fn spawn_template(&mut self, template: &Template) {
         let template = template.clone();
-        self.add(Fallible(move |world: &mut World| {
-            world
-                .spawn_template_under(&template, None)
-                .map(drop)
-                .map_err(|error| CommandError::Spawn {
-                    command: "spawn_template",
-                    error,
-                })
-        }));
+        self.add(Fallible(move |world: &mut World| spawn_fresh(world, &template)));
     }
 
     /// Spawns an entity from the template registered as `name` when the queue is applied.
@@ -832,13 +846,7 @@ impl ScopedCommands<'_> {
         let name = name.into();
         self.add(Fallible(move |world: &mut World| {
             let template = world.registered_template(&name).map_err(unknown)?;
-            world
-                .spawn_template_under(&template, None)
-                .map(drop)
-                .map_err(|error| CommandError::Spawn {
-                    command: "spawn_template",
-                    error,
-                })
+            spawn_fresh(world, &template)
         }));
     }
 }

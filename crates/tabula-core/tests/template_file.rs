@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
-use tabula::prelude::*;
 use tabula::TemplateError;
+use tabula::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Hull(u32);

@@ -29,10 +29,10 @@
 use std::cell::RefCell;
 use std::fmt;
 
+use serde::Serialize;
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor,
 };
-use serde::Serialize;
 
 use super::{Template, TemplateError, Templates};
 use crate::component::{Component, ComponentId};
