@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
+use specs::{Builder as _, WorldExt as _};
 use tabula::prelude::*;
 use tabula::{QueryState, View};
 
@@ -45,6 +46,24 @@ struct Velocity([f32; 3]);
 
 #[derive(Clone, Copy)]
 struct A(f32);
+
+// `A` and `B` in the add_remove peers: specs in its default (`Vec`) and sparse (`DenseVec`)
+// storages, as `B` is toggled; shipyard stores every component in a sparse set.
+impl specs::Component for A {
+    type Storage = specs::VecStorage<Self>;
+}
+
+impl specs::Component for B {
+    type Storage = specs::DenseVecStorage<Self>;
+}
+
+impl shipyard::Component for A {
+    type Tracking = shipyard::track::Untracked;
+}
+
+impl shipyard::Component for B {
+    type Tracking = shipyard::track::Untracked;
+}
 
 struct B(f32);
 
@@ -285,6 +304,10 @@ struct AddRemove {
     batch_entities: Vec<Entity>,
     hecs: hecs::World,
     hecs_entities: Vec<hecs::Entity>,
+    specs: specs::World,
+    specs_entities: Vec<specs::Entity>,
+    shipyard: shipyard::World,
+    shipyard_entities: Vec<shipyard::EntityId>,
     handles: Vec<(u32, u32)>,
     indices: Vec<u32>,
     generations: Vec<u32>,
@@ -310,6 +333,14 @@ impl AddRemove {
         let batch_entities = batch_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         let mut hecs = hecs::World::new();
         let hecs_entities = hecs.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        let mut specs = specs::World::new();
+        specs.register::<A>();
+        specs.register::<B>();
+        let specs_entities = (0..n)
+            .map(|i| specs.create_entity().with(A(i as f32)).build())
+            .collect();
+        let mut shipyard = shipyard::World::new();
+        let shipyard_entities = (0..n).map(|i| shipyard.add_entity((A(i as f32),))).collect();
         Self {
             world,
             entities,
@@ -319,6 +350,10 @@ impl AddRemove {
             batch_entities,
             hecs,
             hecs_entities,
+            specs,
+            specs_entities,
+            shipyard,
+            shipyard_entities,
             handles: (0..n as u32).map(|i| (i, 1)).collect(),
             indices: (0..n as u32).collect(),
             generations: vec![1; n],
@@ -367,6 +402,25 @@ fn add_remove(c: &mut Criterion) {
             }
             for &e in &s.hecs_entities {
                 s.hecs.remove_one::<B>(e).unwrap();
+            }
+        };
+        // The sparse-set engines, through their storages (as their own benches do).
+        "specs" => |s: &mut AddRemove| {
+            let mut bs = s.specs.write_storage::<B>();
+            for &e in &s.specs_entities {
+                bs.insert(e, B(0.0)).unwrap();
+            }
+            for &e in &s.specs_entities {
+                black_box(bs.remove(e));
+            }
+        };
+        "shipyard" => |s: &mut AddRemove| {
+            let mut bs = s.shipyard.borrow::<shipyard::ViewMut<B>>().unwrap();
+            for &e in &s.shipyard_entities {
+                shipyard::AddComponent::add_component_unchecked(&mut bs, e, B(0.0));
+            }
+            for &e in &s.shipyard_entities {
+                black_box(shipyard::Remove::remove(&mut bs, e));
             }
         };
         // Diagnostic: the same adds and removes through a hand-written sparse set for `B`
