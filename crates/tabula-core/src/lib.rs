@@ -119,14 +119,15 @@ pub use query::{
 pub use relation::{Related, Relation, Relations};
 pub use relationship::{Relationship, RelationshipTarget};
 pub use resource::ResourceError;
-#[cfg(feature = "serde")]
-pub use save::{EntityMapper, LoadError, MapEntities, SAVE_FORMAT, SaveError, WorldSnapshot};
-#[cfg(feature = "sqlite")]
-pub use save::sqlite::SqliteError;
-/// The SQLite bindings [`World::export_sqlite`] and [`World::import_sqlite`] take a
-/// connection of (the `sqlite` feature), re-exported so that the versions match.
+/// The SQLite bindings (the `sqlite` feature): [`World::export_sqlite`] and
+/// [`World::import_sqlite`] take a `rusqlite::Connection`; open it through this re-export
+/// so that the versions match.
 #[cfg(feature = "sqlite")]
 pub use rusqlite;
+#[cfg(feature = "sqlite")]
+pub use save::sqlite::SqliteError;
+#[cfg(feature = "serde")]
+pub use save::{EntityMapper, LoadError, MapEntities, SAVE_FORMAT, SaveError, WorldSnapshot};
 pub use template::{Template, TemplateError, Templates};
 pub use type_name::short_type_name;
 pub use world::{
