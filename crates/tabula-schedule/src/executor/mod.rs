@@ -97,6 +97,14 @@ impl SystemSlot {
         }
     }
 
+    /// True when the slot runs alone, with the whole world: an exclusive system, or an
+    /// `apply_deferred` node. Such a node ends a tick segment (`ticks.rs`) and is never
+    /// handed to another thread (`plan.rs`).
+    #[inline]
+    pub(crate) fn is_exclusive(&self) -> bool {
+        self.is_apply_deferred || self.access.is_exclusive()
+    }
+
     /// The sampled cost of one run (`u64::MAX` before the first sample).
     #[inline]
     pub(crate) fn cost_ns(&self) -> u64 {
@@ -111,6 +119,18 @@ pub(crate) enum Node {
     System(usize),
     /// A sync point: applies the pending commands of every system that ran before it.
     Sync,
+}
+
+impl Node {
+    /// True when the node runs alone, with the whole world: a sync point or an exclusive
+    /// slot ([`SystemSlot::is_exclusive`]).
+    #[inline]
+    pub(crate) fn is_exclusive(self, slots: &[SystemSlot]) -> bool {
+        match self {
+            Node::Sync => true,
+            Node::System(index) => slots[index].is_exclusive(),
+        }
+    }
 }
 
 /// Per-run settings shared by the executors.

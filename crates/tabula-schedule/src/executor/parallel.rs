@@ -113,7 +113,7 @@ impl<'a> Shared<'a> {
             Node::System(index) => {
                 // SAFETY: the protocol granted this node to this thread alone.
                 let slot = unsafe { &mut *self.slots.add(index) };
-                if !slot.is_apply_deferred && !slot.access.is_exclusive() {
+                if !slot.is_exclusive() {
                     let tick = self.segment.load(Ordering::Relaxed) + self.ticks.offset(node);
                     // SAFETY: the graph gives this node its declared access for now; the
                     // schedule initialised the slot.

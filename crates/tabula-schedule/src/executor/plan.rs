@@ -156,10 +156,10 @@ impl Plan {
 /// are never sampled: they count as free, so what runs before them is ranked by its own
 /// cost (an unsampled cost would rank everything upstream as heavy for good).
 fn node_cost(slots: &[SystemSlot], nodes: &[Node], node: usize) -> (u64, bool) {
+    let exclusive = nodes[node].is_exclusive(slots);
     match nodes[node] {
-        Node::Sync => (0, true),
-        Node::System(index) if slots[index].is_apply_deferred => (0, true),
-        Node::System(index) => (slots[index].cost_ns(), slots[index].access.is_exclusive()),
+        Node::System(index) if !slots[index].is_apply_deferred => (slots[index].cost_ns(), exclusive),
+        _ => (0, exclusive),
     }
 }
 

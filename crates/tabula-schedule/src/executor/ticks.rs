@@ -108,8 +108,8 @@ pub(crate) fn place_set_conditions(
             segment += 1;
             continue;
         };
-        let exclusive = ticks_of(slots, nodes[node]).is_none();
         let slot = &mut slots[index];
+        let exclusive = slot.is_exclusive();
         let start = layout.offset(node) + slot.conditions.iter().map(|c| c.ticks_per_run()).sum::<u64>();
         let mut at = start;
         for used in &mut slot.set_conditions {
@@ -132,23 +132,20 @@ pub(crate) fn place_set_conditions(
 /// The ticks a node takes from its segment: its run conditions' and its system's; `None`
 /// for exclusive nodes, which end a segment.
 fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
-    match node {
-        Node::Sync => None,
-        Node::System(index) => {
-            let slot = &slots[index];
-            if slot.is_apply_deferred || slot.access.is_exclusive() {
-                None
-            } else {
-                let conditions: u64 = slot.conditions.iter().map(|c| c.ticks_per_run()).sum();
-                let set_conditions: u64 = slot
-                    .set_conditions
-                    .iter()
-                    .map(|c| c.condition.ticks_per_run())
-                    .sum();
-                Some(conditions + set_conditions + slot.system.ticks_per_run())
-            }
-        }
+    if node.is_exclusive(slots) {
+        return None;
     }
+    let Node::System(index) = node else {
+        unreachable!("sync points are exclusive")
+    };
+    let slot = &slots[index];
+    let conditions: u64 = slot.conditions.iter().map(|c| c.ticks_per_run()).sum();
+    let set_conditions: u64 = slot
+        .set_conditions
+        .iter()
+        .map(|c| c.condition.ticks_per_run())
+        .sum();
+    Some(conditions + set_conditions + slot.system.ticks_per_run())
 }
 
 #[cfg(all(test, not(loom)))]
