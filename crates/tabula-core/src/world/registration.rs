@@ -200,7 +200,7 @@ impl<T: Component> ComponentRegistration<'_, T> {
     ///
     /// Everything else works as for a table component: `get`/`get_mut`/`has`, inserts and
     /// removals (alone or in bundles with table components), spawns, despawns, hooks and
-    /// observers, required components, [`RemovedComponents`](crate::RemovedComponents), and
+    /// observers, required components, removal logs ([`World::removed`](crate::World::removed)), and
     /// change ticks.
     ///
     /// ```
