@@ -509,3 +509,38 @@ fn a_sparse_set_component_is_refused_not_left_out() {
     // A subset save that leaves the holder out is fine.
     assert!(world.snapshot_with::<SaveMe>().is_ok());
 }
+
+#[test]
+fn a_value_read_before_its_row_is_refused_is_dropped_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Serialize, Deserialize)]
+    struct Counted(String);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let mut world = World::new();
+    world.register_serde::<Counted>("Counted");
+    world.spawn((Counted("a".into()),));
+    let text = serde_json::to_string(&world.snapshot().unwrap()).unwrap();
+    // A bad element after the value (a trailing comma, then a missing comma): the value
+    // is read, then the row is refused.
+    for bad in ["\"a\",]", "\"a\" 5]"] {
+        let corrupted = text.replacen("\"a\"]", bad, 1);
+        assert_ne!(corrupted, text);
+        let before = DROPS.load(Ordering::Relaxed);
+        let mut loaded = World::new();
+        loaded.register_serde::<Counted>("Counted");
+        let error = loaded
+            .load(&mut serde_json::Deserializer::from_str(&corrupted))
+            .unwrap_err();
+        assert!(error.to_string().contains("row 0"), "{error}");
+        assert_eq!(
+            DROPS.load(Ordering::Relaxed) - before,
+            1,
+            "dropped once, not leaked"
+        );
+    }
+}

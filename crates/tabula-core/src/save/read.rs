@@ -530,19 +530,37 @@ impl<'de> Visitor<'de> for ColumnSeed {
                     "too many rows of component \"{name}\""
                 )));
             }
-            let ticks = seq
-                .next_element_seed(RowSeed {
-                    out: self.column.ptr(self.column.len),
-                    entry: self.entry,
-                    drop: self.column.drop,
-                })
-                .map_err(|e| A::Error::custom(format_args!("component \"{name}\", row {row}: {e}")))?
-                .ok_or_else(|| {
-                    A::Error::custom(format_args!(
+            let written = std::cell::Cell::new(false);
+            let out = self.column.ptr(self.column.len);
+            let row_result = seq.next_element_seed(RowSeed {
+                out,
+                entry: self.entry,
+                written: &written,
+            });
+            let ticks = match row_result {
+                Ok(Some(ticks)) => ticks,
+                Ok(None) => {
+                    return Err(A::Error::custom(format_args!(
                         "component \"{name}\" has {row} rows, but the archetype has {} entities",
                         self.rows
-                    ))
-                })?;
+                    )));
+                }
+                Err(e) => {
+                    // The value may be written and the row refused after it (a bad element
+                    // after the value, or a format's check at the row's end): the column
+                    // does not count it, so it is dropped here.
+                    if written.get()
+                        && let Some(drop) = self.column.drop
+                    {
+                        // SAFETY: `out` holds the value `ValueSeed` wrote (`written`), not
+                        // counted by the column, and dropped once here.
+                        unsafe { drop(out) };
+                    }
+                    return Err(A::Error::custom(format_args!(
+                        "component \"{name}\", row {row}: {e}"
+                    )));
+                }
+            };
             // The row's value is written (`RowSeed` returned `Ok`).
             self.column.len += 1;
             self.column.ticks.push(ticks);
@@ -558,14 +576,15 @@ impl<'de> Visitor<'de> for ColumnSeed {
 }
 
 /// One row: `(added, changed, value)`, the value written to `out`.
-struct RowSeed {
+struct RowSeed<'a> {
     out: *mut u8,
     entry: SerdeEntry,
-    /// The component's drop function, for a value written before the row turns out bad.
-    drop: Option<unsafe fn(*mut u8)>,
+    /// Set once the value is written, so that the column drops it when the row is refused
+    /// after that.
+    written: &'a std::cell::Cell<bool>,
 }
 
-impl<'de> DeserializeSeed<'de> for RowSeed {
+impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
     type Value = (Tick, Tick);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -573,7 +592,7 @@ impl<'de> DeserializeSeed<'de> for RowSeed {
     }
 }
 
-impl<'de> Visitor<'de> for RowSeed {
+impl<'de> Visitor<'de> for RowSeed<'_> {
     type Value = (Tick, Tick);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -590,14 +609,8 @@ impl<'de> Visitor<'de> for RowSeed {
         let entry = self.entry;
         seq.next_element_seed(ValueSeed { out: self.out, entry })?
             .ok_or_else(|| A::Error::invalid_length(2, &self))?;
+        self.written.set(true);
         if seq.next_element::<IgnoredAny>()?.is_some() {
-            // The value is written but the row is refused, so the column will not count it:
-            // it is dropped here.
-            if let Some(drop) = self.drop {
-                // SAFETY: `out` holds the value `ValueSeed` just wrote, not counted by the
-                // column yet, and dropped once here.
-                unsafe { drop(self.out) };
-            }
             return Err(A::Error::invalid_length(4, &self));
         }
         Ok((Tick::new(added), Tick::new(changed)))
