@@ -217,3 +217,55 @@ fn a_sets_condition_missing_its_resource_names_the_set() {
     assert!(message.contains("of set `Gated`"), "{message}");
     assert!(message.contains("Go"), "{message}");
 }
+
+struct Weight(u64);
+
+/// A condition that walks every `Weight` with `par_for_each`, which rayon would split.
+fn heavy_enough(weights: Query<&Weight>) -> bool {
+    let total = std::sync::atomic::AtomicU64::new(0);
+    weights.par_for_each(|weight| {
+        total.fetch_add(weight.0, Ordering::Relaxed);
+    });
+    total.load(Ordering::Relaxed) > 0
+}
+
+fn weighed_member(runs: &Arc<AtomicUsize>) -> impl FnMut(Query<&Weight>) + Send + Sync + 'static {
+    let runs = runs.clone();
+    move |weights: Query<&Weight>| {
+        weights.par_for_each(|weight| {
+            black_box(weight.0);
+        });
+        runs.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "starts rayon pools, whose crossbeam-epoch fails Stacked Borrows"
+)]
+fn a_sets_condition_that_runs_par_for_each_finishes_while_its_members_wait_on_other_threads() {
+    // Run on another thread, so that a deadlock fails the test instead of hanging it.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        pool.install(|| {
+            let mut world = World::new();
+            world.spawn_batch((0..50_000).map(|i| (Weight(i),)));
+            let mut schedule = Schedule::new();
+            schedule.configure_sets(Gated.run_if(heavy_enough));
+            for _ in 0..8 {
+                schedule.add_systems(weighed_member(&runs).in_set(Gated));
+            }
+            for _ in 0..50 {
+                schedule.run(&mut world);
+            }
+        });
+        done.send(runs.load(Ordering::Relaxed)).unwrap();
+    });
+    let runs = finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the schedule finished (no thread waits on another that waits on it)");
+    assert_eq!(runs, 8 * 50);
+}

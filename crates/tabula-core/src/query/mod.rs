@@ -50,7 +50,7 @@ pub use filter::{Added, Allow, ArchetypeFilter, Changed, Or, QueryFilter, With, 
 pub use iter::QueryIter;
 pub use par::BatchSize;
 #[doc(hidden)]
-pub use par::with_batch_sink;
+pub use par::{with_batch_sink, with_serial_passes};
 pub use state::QueryState;
 
 #[cfg(test)]

@@ -63,6 +63,33 @@ thread_local! {
     static BATCH_SINK: Cell<Option<&'static BatchSink<'static>>> = const { Cell::new(None) };
 }
 
+thread_local! {
+    /// Set by [`with_serial_passes`] for the length of its call: passes started on this
+    /// thread run on it, serially.
+    static SERIAL_PASSES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every `par_for_each` pass started on this thread within it run serially,
+/// on this thread, as a pass too small to split is. Nested calls nest; the previous setting
+/// is back when `f` returns or unwinds.
+///
+/// For schedulers: a set's run condition is evaluated once while other threads may wait
+/// for its verdict, and a pass split over rayon would let a waiting thread hold a piece of
+/// it (rayon's work stealing), so that each waits for the other. Cost: one thread-local
+/// load per pass.
+#[doc(hidden)]
+pub fn with_serial_passes<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the previous setting back, on return and on unwinding alike.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SERIAL_PASSES.set(self.0);
+        }
+    }
+    let _restore = Restore(SERIAL_PASSES.replace(true));
+    f()
+}
+
 /// Runs `f` with `sink` told of every run of rows of the `par_for_each` passes started on
 /// this thread within it (a pass run serially is one run, on this thread): the sink is called
 /// on the thread that ran the run, right after it, with its start, end and row count. Nested
@@ -155,7 +182,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         // A tracer's sink (see `with_batch_sink`): one thread-local load per pass, `None`
         // unless a traced schedule run installed one.
         let sink = BATCH_SINK.get();
-        if serial || threads <= 1 {
+        if serial || threads <= 1 || SERIAL_PASSES.get() {
             let start = sink.map(|_| Instant::now());
             // One run, `base ++ [0, 0]`: its scopes follow row order, and sort against
             // everything outside the pass as the parallel runs' scopes would.

@@ -19,9 +19,16 @@
 //! Members can start at the same time on two threads: [`OncePerRun`] lets one evaluate
 //! while the others wait, and makes the verdict, once there, cost one atomic load: about 5
 //! instructions per member, where taking a lock at every member's start cost about 33
-//! (callgrind, `frame_overhead`'s `run_frame_in_state`; a trivial system costs ~250). A
-//! thread that picks up another member while the condition it is evaluating waits on a
-//! `par_for_each` inside it panics with a message instead of waiting for itself.
+//! (callgrind, `frame_overhead`'s `run_frame_in_state`; a trivial system costs ~250).
+//!
+//! Waiting must never wait on the waiter. A condition's `par_for_each` split over rayon
+//! would let a thread that steals a piece of it, and then waits inside that piece, pick up
+//! another member and wait for the verdict, while the evaluation waits for its piece. So
+//! the evaluation runs its passes serially on the evaluating thread
+//! (`tabula_core::query::with_serial_passes`), and never waits on another thread. A
+//! condition that starts rayon work of its own (`rayon::join` in its body) is outside this
+//! and could still deadlock; a thread that would wait for its own evaluation panics with a
+//! message instead.
 
 use std::sync::Arc;
 
@@ -80,8 +87,11 @@ impl SetCondition {
     ) -> bool {
         self.condition.get(|condition| {
             condition.update_archetypes(structure);
-            // SAFETY: forwarded contract.
-            unsafe { condition.run_unsafe(at()) }
+            // Serial passes: see the module docs.
+            tabula_core::query::with_serial_passes(|| {
+                // SAFETY: forwarded contract.
+                unsafe { condition.run_unsafe(at()) }
+            })
         })
     }
 }
