@@ -442,3 +442,16 @@ fn a_view_of_a_sparse_component_is_refused() {
     world.spawn((Stunned(1),));
     let _ = world.view::<Stunned>();
 }
+
+#[test]
+fn a_sparse_insert_batch_with_a_dead_entity_changes_nothing() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let a = world.spawn((Pos(0),));
+        let gone = world.spawn((Pos(1),));
+        world.despawn(gone).unwrap();
+        let result = world.insert_batch([(a, (Stunned(1),)), (gone, (Stunned(2),))]);
+        assert_eq!(result, Err(EntityError::NoSuchEntity(gone)), "{storage:?}");
+        assert!(!world.has::<Stunned>(a), "{storage:?}: nothing inserted");
+    }
+}

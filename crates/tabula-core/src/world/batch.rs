@@ -103,7 +103,11 @@ impl World {
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         if self.bundles.infos[bundle].sparse {
-            // A sparse field never enters the archetype: one insert per entity.
+            // A sparse field never enters the archetype: one insert per entity, once every
+            // entity is known alive (all or nothing, as documented).
+            for &(entity, _) in &batch {
+                self.location(entity)?;
+            }
             for (entity, bundle) in batch {
                 self.insert(entity, bundle)?;
             }
