@@ -449,7 +449,9 @@ impl World {
         if !self.contains(entity) {
             return Err(self.not_found(entity));
         }
-        self.despawn_sparse(entity);
+        // The sparse values are taken out (not dropped) first and the id and row freed, so a
+        // panicking `Drop` cannot leave the entity alive and missing values.
+        let taken = self.take_sparse(entity);
         let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
         let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
         if archetype.logs_removals {
@@ -461,8 +463,10 @@ impl World {
         if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
             self.entities.set_location(moved, location);
         }
-        // SAFETY: as in `despawn`.
+        // SAFETY: as in `despawn`. The row is forgotten before `taken` is dropped, and
+        // `taken` is dropped (below) even if a value of the row panics.
         unsafe { table.swap_remove_and_drop(row) };
+        drop(taken);
         Ok(())
     }
 
@@ -816,12 +820,10 @@ impl World {
             }
         }
         self.entities.clear();
-        for set in self.sparse.iter_mut() {
-            set.clear();
-        }
-        // Detach every table's rows first so the world is empty and consistent before any
-        // component's `Drop` runs; a panicking drop then cannot leave rows that belong to
-        // freed ids, and `drop_each` still drops every other value.
+        // Detach every sparse set's and table's rows first so the world is empty and
+        // consistent before any component's `Drop` runs; a panicking drop then cannot leave
+        // rows or values that belong to freed ids, and `drop_each` still drops every other value.
+        let sparse_detached: Vec<usize> = self.sparse.iter_mut().map(|set| set.detach_rows()).collect();
         let detached: Vec<usize> = self
             .archetypes
             .archetypes
@@ -829,12 +831,18 @@ impl World {
             .iter_mut()
             .map(|a| a.table.detach_rows())
             .collect();
+        let sets = self.sparse.iter_mut().zip(sparse_detached);
+        let tables = self.archetypes.archetypes.all_mut().iter_mut().zip(detached);
+        // One `drop_each` over both kinds of store (`Ok`: a sparse set, `Err`: a table), so a
+        // panicking drop in one still lets every other be dropped.
         drop_each(
-            self.archetypes.archetypes.all_mut().iter_mut().zip(detached),
-            |(archetype, len)| {
-                // SAFETY: `len` came from `detach_rows` on this table just above, and each
-                // table is visited once.
-                unsafe { archetype.table.drop_detached(len) }
+            sets.map(Ok).chain(tables.map(Err)),
+            |store| match store {
+                // SAFETY: `len` came from `detach_rows` on this set or table just above, and
+                // each is visited once.
+                Ok((set, len)) => unsafe { set.drop_detached(len) },
+                // SAFETY: as above.
+                Err((archetype, len)) => unsafe { archetype.table.drop_detached(len) },
             },
         );
     }

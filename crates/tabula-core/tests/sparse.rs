@@ -5,7 +5,7 @@
 //! over-aligned values, swap-removes).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tabula_core::{CommandQueue, Commands, Entity, EntityError, HookContext, HookWorld, World};
 
@@ -441,6 +441,122 @@ fn a_view_of_a_sparse_component_is_refused() {
     let mut world = world_with::<Stunned>(Storage::Sparse);
     world.spawn((Stunned(1),));
     let _ = world.view::<Stunned>();
+}
+
+/// A table component and a sparse one of a mixed bundle, each holding a counted value.
+#[derive(Debug)]
+struct Held(#[allow(dead_code)] Counted);
+#[derive(Debug)]
+struct Mark(Counted);
+
+/// A counted value whose `Drop` panics when `.1` is set.
+#[derive(Debug)]
+struct Boom(Counted, bool);
+
+impl Drop for Boom {
+    fn drop(&mut self) {
+        if self.1 {
+            panic!("Boom::drop panics, as asked");
+        }
+    }
+}
+
+/// A hook that panics the first time it runs once `armed` is set (and disarms it).
+fn panics_once(armed: &Arc<AtomicBool>) -> impl Fn(&mut HookWorld, HookContext) + Send + Sync + 'static {
+    let armed = Arc::clone(armed);
+    move |_: &mut HookWorld, _: HookContext| {
+        if armed.swap(false, Ordering::Relaxed) {
+            panic!("a hook panics, as asked");
+        }
+    }
+}
+
+fn catch(f: impl FnOnce()) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err()
+}
+
+#[test]
+fn a_panicking_hook_in_a_mixed_insert_drops_each_value_once() {
+    // (hook that panics, drops right after the panic): `on_replace` of the table field runs
+    // before any value moves, so both new values are dropped and the old one is kept;
+    // `on_insert` of the table field runs once it is written (the old one dropped), before
+    // the sparse field moves, which is dropped.
+    for (on_insert, dropped) in [(false, 2), (true, 2)] {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counted = |n| Counted(Arc::clone(&drops), n);
+        let mut world = world_with::<Mark>(Storage::Sparse);
+        let armed = Arc::new(AtomicBool::new(false));
+        let held = world.register_component::<Held>();
+        if on_insert {
+            held.on_insert(panics_once(&armed));
+        } else {
+            held.on_replace(panics_once(&armed));
+        }
+        let e = world.spawn((Held(counted(1)),));
+        armed.store(true, Ordering::Relaxed);
+        assert!(catch(|| {
+            let _ = world.insert(e, (Held(counted(2)), Mark(counted(3))));
+        }));
+        assert_eq!(drops.load(Ordering::Relaxed), dropped, "on_insert: {on_insert}");
+        assert!(world.has::<Held>(e) && !world.has::<Mark>(e));
+        drop(world);
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            3,
+            "on_insert: {on_insert}: each value once"
+        );
+    }
+}
+
+#[test]
+fn a_panicking_sparse_drop_in_clear_leaves_the_world_consistent() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let boom = |n, panics| Boom(Counted(Arc::clone(&drops), n), panics);
+    let mut world = world_with::<Boom>(Storage::Sparse);
+    let old: Vec<Entity> = (0..3)
+        .map(|i| world.spawn((Pos(i), boom(i.into(), i == 1))))
+        .collect();
+    assert!(catch(|| world.clear()));
+    assert_eq!(drops.load(Ordering::Relaxed), 3, "every value dropped once");
+    assert!(old.iter().all(|&e| !world.contains(e)));
+    assert_eq!(
+        world.query::<&Pos>().iter(&world).count(),
+        0,
+        "no row of a freed id"
+    );
+    let a = world.spawn((Pos(7),));
+    let b = world.spawn((Pos(8), boom(8, false)));
+    assert!(!world.has::<Boom>(a));
+    assert_eq!(world.get::<Boom>(b).map(|b| b.0.1), Ok(8));
+    assert_eq!(world.query::<&Pos>().iter(&world).count(), 2);
+    drop(world);
+    assert_eq!(drops.load(Ordering::Relaxed), 4);
+}
+
+#[test]
+fn a_panicking_sparse_drop_in_despawn_still_despawns() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = |n| Counted(Arc::clone(&drops), n);
+    let mut world = World::new();
+    world.register_component::<Boom>().sparse_set();
+    world.register_component::<Mark>().sparse_set();
+    let e = world.spawn((Pos(1), Boom(counted(1), true), Mark(counted(2)), counted(3)));
+    let other = world.spawn((Pos(2), Mark(counted(4))));
+    assert!(catch(|| {
+        let _ = world.despawn(e);
+    }));
+    assert!(!world.contains(e), "the entity is gone");
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        3,
+        "each of its values dropped once"
+    );
+    let reused = world.spawn((Pos(5),));
+    assert!(!world.has::<Mark>(reused) && !world.has::<Boom>(reused));
+    assert_eq!(world.get::<Mark>(other).map(|m| m.0.1), Ok(4));
+    assert_eq!(world.query::<&Pos>().iter(&world).count(), 2);
+    drop(world);
+    assert_eq!(drops.load(Ordering::Relaxed), 4);
 }
 
 #[test]

@@ -94,9 +94,12 @@ impl SparseSet {
         if self.sparse.len() <= index {
             self.sparse.resize(index + 1, 0);
         }
+        // Checked before the push, so that a failing conversion leaves no uninitialised row.
+        let slot = u32::try_from(self.dense.len() + 1).expect("a sparse set holds fewer than 2^32 values");
         // SAFETY: the caller's contract is passed on; `push_uninit` grows before recording.
         let row = unsafe { self.dense.push_uninit(entity) };
-        self.sparse[index] = u32::try_from(row + 1).expect("a sparse set holds fewer than 2^32 values");
+        debug_assert_eq!(row + 1, slot as usize);
+        self.sparse[index] = slot;
         row
     }
 
@@ -151,11 +154,20 @@ impl SparseSet {
         self.dense.check_change_ticks(now);
     }
 
-    /// Removes every value, dropping them.
-    pub(crate) fn clear(&mut self) {
-        let len = self.dense.detach_rows();
+    /// Empties the set without dropping its values and returns the old length, so that a
+    /// caller clearing many stores can make all of them consistent before any `Drop` runs;
+    /// [`drop_detached`](Self::drop_detached) drops them after.
+    pub(crate) fn detach_rows(&mut self) -> usize {
         self.sparse.clear();
-        // SAFETY: `detach_rows` just returned the old length.
+        self.dense.detach_rows()
+    }
+
+    /// Drops the values left behind by [`detach_rows`](Self::detach_rows).
+    ///
+    /// # Safety
+    /// `len` is what `detach_rows` returned, and no row was pushed since.
+    pub(crate) unsafe fn drop_detached(&mut self, len: usize) {
+        // SAFETY: the caller's contract is `Table::drop_detached`'s.
         unsafe { self.dense.drop_detached(len) };
     }
 }

@@ -20,6 +20,7 @@
 //! every `on_replace`/`on_remove` hook with the entity whole, then removes the values.
 //! Removals of a [tracked](crate::World::track_removals) sparse component are logged.
 
+use std::cell::Cell;
 use std::ptr;
 
 use smallvec::SmallVec;
@@ -47,10 +48,10 @@ impl World {
         let in_bundle = (self.bundles.infos.iter()).any(|b| b.fields.contains(&id));
         assert!(
             !in_table && !in_bundle,
-            "component `{}` cannot become a sparse-set component: it is already stored in an \
-             archetype table (an entity was spawned or inserted with it, or a query or bundle \
-             named it). Choose the storage first, right after `World::new()`: \
-             `world.register_component::<T>().sparse_set()`",
+            "component `{}` cannot become a sparse-set component: it is already a column of an \
+             archetype table or a field of a bundle the world has seen (an entity was spawned \
+             or inserted with it, or a bundle naming it was used). Choose the storage first, \
+             right after `World::new()`: `world.register_component::<T>().sparse_set()`",
             info.name()
         );
         self.components.set_sparse(id);
@@ -175,9 +176,9 @@ impl World {
                 .get_mut(component)
                 .expect("the bundle's one field is sparse");
             let row = set.row_of(entity);
-            // SAFETY: the set's one column (index 0) stores the bundle's one field; the row
-            // is either the entity's (replaced: initialised) or freshly pushed (new:
-            // uninitialised), as `replaced` says; writing cannot panic.
+            // SAFETY: the set's one column (index 0) stores the bundle's one field; `row` is
+            // either the entity's (`Some`: initialised, replaced) or `None`, and then a row is
+            // freshly pushed (uninitialised) and written at once; writing cannot panic.
             unsafe {
                 match row {
                     Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
@@ -205,6 +206,7 @@ impl World {
             // SAFETY: the scratch table has one column per field, in field order, and its one
             // row was just pushed, uninitialised.
             unsafe { bundle.write_new(&mut scratch.table, &scratch.columns, 0, tick) };
+            scratch.live.iter().for_each(|live| live.set(true));
             self.insert_scratch(entity, &fields, scratch, tick);
         }
         if APPLY {
@@ -212,10 +214,11 @@ impl World {
         }
     }
 
-    /// Inserts the values of `scratch` (one per field of `fields`, all initialised, moved out
-    /// here) into `entity`: the table fields as one bundle by id, the sparse ones into their
-    /// sets.
-    fn insert_scratch(&mut self, entity: Entity, fields: &[ComponentId], mut scratch: Scratch, tick: Tick) {
+    /// Inserts the values of `scratch` (one per field of `fields`, all initialised and live,
+    /// moved out here) into `entity`: the table fields as one bundle by id, the sparse ones
+    /// into their sets. A value is marked not live as it is moved out, so a panicking hook
+    /// leaves the ones not yet moved to the scratch's `Drop`.
+    fn insert_scratch(&mut self, entity: Entity, fields: &[ComponentId], scratch: Scratch, tick: Tick) {
         let (mut table_fields, mut sparse_fields): (SmallVec<[(ComponentId, usize); 8]>, SmallVec<[_; 8]>) =
             (SmallVec::new(), SmallVec::new());
         for (i, &c) in fields.iter().enumerate() {
@@ -227,19 +230,17 @@ impl World {
         }
         table_fields.sort_unstable();
         sparse_fields.sort_unstable();
-        // Every value is moved out below, and nothing in between can panic before they are
-        // (hooks run after): the scratch row is forgotten, not dropped.
-        scratch.forget_row();
         if !table_fields.is_empty() {
             let ids: SmallVec<[ComponentId; 8]> = table_fields.iter().map(|&(c, _)| c).collect();
             let bundle = self.bundles.id_of_components(&ids);
             let values = ValuesIn {
+                live: &scratch.live,
                 values: (table_fields.iter())
                     .map(|&(c, i)| {
                         let info = self.components.info(c);
                         // SAFETY: column `i` of the scratch table holds field `i` at row 0.
                         let ptr = unsafe { scratch.table.column(i).ptr(0) };
-                        (ptr, info.layout().size(), info.drop_fn())
+                        (ptr, info.layout().size(), info.drop_fn(), i)
                     })
                     .collect(),
             };
@@ -256,12 +257,13 @@ impl World {
             let size = self.components.info(c).layout().size();
             let drop = self.components.info(c).drop_fn();
             let set = self.sparse.get_mut(c).expect("a sparse field has a set");
-            // SAFETY: column `i` of the scratch holds field `i`'s value at row 0, owned by
-            // this loop (the row was forgotten); the set's column stores the same component.
-            // A new row is pushed uninitialised and filled at once; a replaced value is
-            // swapped out into the scratch slot and dropped there, once.
+            // SAFETY: column `i` of the scratch holds field `i`'s value at row 0, live (no
+            // earlier step moved it); the set's column stores the same component. It is marked
+            // not live before it leaves: a new row is pushed uninitialised and filled at once;
+            // a replaced value is swapped out into the scratch slot and dropped there, once.
             unsafe {
                 let src = scratch.table.column(i).ptr(0);
+                scratch.live[i].set(false);
                 match set.row_of(entity) {
                     Some(row) => {
                         let column = set.table_mut().column_unchecked_mut(0);
@@ -361,7 +363,7 @@ impl World {
             // Hooks make no structural change; they may have reserved ids.
             self.flush();
         }
-        let mut scratch = Scratch::new(self, &fields);
+        let scratch = Scratch::new(self, &fields);
         for &c in &sparse_ids {
             if self.components.info(c).logs_removals() {
                 self.removals.record(&[c], &[entity]);
@@ -373,7 +375,8 @@ impl World {
                 .row_of(entity)
                 .expect("checked above; hooks make no structural change");
             // SAFETY: `row` holds the entity's value; it is moved bit for bit into the scratch
-            // row's column `i` (of the same component, uninitialised), then the set forgets it.
+            // row's column `i` (of the same component, uninitialised), then the set forgets it
+            // and the scratch owns it (live).
             unsafe {
                 ptr::copy_nonoverlapping(
                     set.table().column(0).ptr(row),
@@ -382,6 +385,7 @@ impl World {
                 );
                 set.swap_remove_taken(row);
             }
+            scratch.live[i].set(true);
         }
         if let Some(bundle) = table_bundle {
             let mut out = ValuesOut {
@@ -395,35 +399,54 @@ impl World {
             }
             self.remove_bundle::<_, false>(entity, bundle, out)
                 .expect("checked above; hooks make no structural change");
+            for &c in &table_ids {
+                let i = fields.iter().position(|&f| f == c).expect("a field");
+                scratch.live[i].set(true);
+            }
         }
+        // Every value is moved out into `removed` just below: none is left to the scratch.
+        scratch.live.iter().for_each(|live| live.set(false));
         // SAFETY: every field's value now sits in its scratch column at row 0 (moved out of
-        // the sets and the table above); each is read once, and the row is forgotten.
+        // the sets and the table above); each is read once (the scratch no longer owns it).
         let removed = unsafe { B::take_at(&scratch.table, &scratch.columns, 0) };
-        scratch.forget_row();
+        drop(scratch);
         if HOOKS {
             self.apply_hook_commands();
         }
         Ok(removed)
     }
 
-    /// Removes every sparse value `entity` holds, dropping them (after logging tracked
-    /// removals). No hooks: `despawn` ran them.
+    /// Takes every sparse value `entity` holds out of its set (after logging tracked
+    /// removals), without dropping any: they are dropped with the returned scratch, once the
+    /// caller has freed the entity. No hooks: `despawn` ran them.
     #[cold]
     #[inline(never)]
-    pub(super) fn despawn_sparse(&mut self, entity: Entity) {
+    pub(super) fn take_sparse(&mut self, entity: Entity) -> Scratch {
         let held = self.sparse.held_by(entity);
         for &c in &held {
             if self.components.info(c).logs_removals() {
                 self.removals.record(&[c], &[entity]);
             }
         }
-        for &c in &held {
+        let scratch = Scratch::new(self, &held);
+        for (i, &c) in held.iter().enumerate() {
+            let size = self.components.info(c).layout().size();
             let set = self.sparse.get_mut(c).expect("held by the entity");
-            if let Some(row) = set.row_of(entity) {
-                // SAFETY: `row` is live.
-                unsafe { set.swap_remove_and_drop(row) };
+            let row = set.row_of(entity).expect("held by the entity");
+            // SAFETY: as in `remove_with_sparse`: `row` holds the entity's value, moved bit
+            // for bit into the scratch's column `i` (same component, uninitialised), then the
+            // set forgets it and the scratch owns it.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    set.table().column(0).ptr(row),
+                    scratch.table.column(i).ptr(0),
+                    size,
+                );
+                set.swap_remove_taken(row);
             }
+            scratch.live[i].set(true);
         }
+        scratch
     }
 
     /// `insert_by_id` of sparse component `id` into live `entity`, with its hooks.
@@ -498,45 +521,77 @@ impl World {
 
 /// A one-row table with a column per field of a bundle, in field order: where a mixed
 /// bundle's values wait between the typed bundle and their stores.
-struct Scratch {
+///
+/// Invariant: `live[i]` is true exactly when column `i` holds, at row 0, an initialised value
+/// the scratch owns. The row itself is never dropped by the table: the scratch's `Drop`
+/// drops the live values and forgets the row, so it is sound whatever panics where.
+pub(super) struct Scratch {
     table: Table,
     columns: SmallVec<[u32; 8]>,
+    live: SmallVec<[Cell<bool>; 8]>,
 }
 
 impl Scratch {
+    /// A scratch row for `fields`, every column uninitialised (not live).
     fn new(world: &World, fields: &[ComponentId]) -> Self {
         let mut table = Table::new(fields.iter().map(|&c| world.components.info(c)));
-        // SAFETY: the row is filled by the caller before anything else reads the table, or
-        // forgotten (`forget_row`) before the table is dropped.
+        // SAFETY: the row's slots are only dropped through `live`, which starts all false;
+        // `Scratch::drop` forgets the row before the table is dropped, so `Table::drop` never
+        // sees it.
         unsafe { table.push_uninit(Entity::new(u32::MAX, std::num::NonZeroU32::MIN)) };
         Self {
             table,
             columns: (0..fields.len() as u32).collect(),
+            live: fields.iter().map(|_| Cell::new(false)).collect(),
         }
     }
+}
 
-    /// Forgets the row without dropping its values (they were moved out).
-    fn forget_row(&mut self) {
-        if self.table.len() == 1 {
-            // SAFETY: row 0 is the only row; its values were moved out (the caller's word).
-            unsafe { self.table.forget_last_row(0) };
-        }
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: row 0 is the only row (pushed in `new`); its values are owned through
+        // `live` from here on, not by the table.
+        unsafe { self.table.forget_last_row(0) };
+        let table = &mut self.table;
+        crate::storage::drop_each(self.live.iter().enumerate(), |(i, live)| {
+            if live.replace(false) {
+                // SAFETY: `live[i]` says column `i` holds an initialised value at row 0 that
+                // the scratch owns (the row's memory outlives the forgotten row); it is
+                // marked not live first, so it is dropped once.
+                unsafe { table.column_unchecked_mut(i).drop_in_place(0) };
+            }
+        });
     }
 }
 
 /// Table fields of a mixed bundle, inserted by id: [`InsertValues`] for values in a scratch
 /// table, in the sub-bundle's field order (ids sorted).
-struct ValuesIn {
-    values: SmallVec<[(*mut u8, usize, Option<unsafe fn(*mut u8)>); 8]>,
+///
+/// Each value is its pointer, size, drop and scratch column; writing marks every one of them
+/// not live in the scratch (`live`), as they are moved out (or swapped for the old values,
+/// dropped here).
+struct ValuesIn<'a> {
+    live: &'a [Cell<bool>],
+    values: SmallVec<[(*mut u8, usize, Option<unsafe fn(*mut u8)>, usize); 8]>,
 }
 
-impl InsertValues for ValuesIn {
+impl ValuesIn<'_> {
+    /// The values leave the scratch: it no longer drops them.
+    fn taken(&self) {
+        for &(.., i) in &self.values {
+            self.live[i].set(false);
+        }
+    }
+}
+
+impl InsertValues for ValuesIn<'_> {
     // More than one, or one: only compared with 0 and 1, to pick the write order; the
     // general order (`write_or_replace` after the move) is right for any count.
     const FIELDS: usize = 2;
 
     unsafe fn write_new(self, table: &mut Table, columns: &[u32], row: usize, tick: Tick) {
-        for (&(src, size, _), &column) in self.values.iter().zip(columns) {
+        self.taken();
+        for (&(src, size, ..), &column) in self.values.iter().zip(columns) {
             // SAFETY: `columns[i]` stores field `i`'s component and `row` is free (the
             // caller's contract); `src` owns a value of that component, moved once.
             unsafe {
@@ -555,7 +610,8 @@ impl InsertValues for ValuesIn {
         row: usize,
         tick: Tick,
     ) {
-        for ((&(src, size, _), &column), &replaced) in self.values.iter().zip(columns).zip(replaced) {
+        self.taken();
+        for ((&(src, size, ..), &column), &replaced) in self.values.iter().zip(columns).zip(replaced) {
             // SAFETY: as in `write_new`; a replaced slot is initialised, and its old value is
             // swapped into `src`'s memory, dropped below once every field is written.
             unsafe {
@@ -569,7 +625,7 @@ impl InsertValues for ValuesIn {
                 }
             }
         }
-        for (&(src, _, drop), &replaced) in self.values.iter().zip(replaced) {
+        for (&(src, _, drop, _), &replaced) in self.values.iter().zip(replaced) {
             if let (true, Some(drop)) = (replaced, drop) {
                 // SAFETY: `src` holds the replaced old value (swapped out above), dropped once.
                 unsafe { drop(src) };
