@@ -544,3 +544,69 @@ fn a_value_read_before_its_row_is_refused_is_dropped_once() {
         );
     }
 }
+
+#[test]
+fn a_save_holding_a_component_this_world_stores_sparse_is_refused() {
+    #[derive(Serialize, Deserialize)]
+    struct Buff(u8);
+    let mut saved = World::new();
+    saved.register_serde::<Buff>("Buff");
+    saved.spawn((Buff(3),));
+    let text = json(&saved);
+    for remap in [false, true] {
+        let mut world = World::new();
+        world.register_component::<Buff>().sparse_set();
+        world.register_serde::<Buff>("Buff");
+        if remap {
+            world.register_serde::<Name>("Name");
+            world.spawn((Name("here".into()),));
+        }
+        let before = state(&world);
+        let mut input = serde_json::Deserializer::from_str(&text);
+        let error = if remap {
+            world.load_remapped(&mut input).unwrap_err()
+        } else {
+            world.load(&mut input).unwrap_err()
+        };
+        assert!(error.to_string().contains("sparse set"), "{error}");
+        assert!(error.to_string().contains("Buff"), "{error}");
+        assert_eq!(state(&world), before);
+    }
+}
+
+#[test]
+fn a_map_entities_that_panics_leaves_no_live_id_without_its_row() {
+    /// Maps its entity, and panics when the id changes: a remapped load's check maps every
+    /// id to itself, so only the real mapping panics.
+    #[derive(Serialize, Deserialize)]
+    struct Fragile(Entity);
+    impl MapEntities for Fragile {
+        fn map_entities(&mut self, mapper: &mut dyn EntityMapper) {
+            let mapped = mapper.map_entity(self.0);
+            assert_eq!(mapped, self.0, "Fragile refuses to move");
+        }
+    }
+    let mut saved = World::new();
+    saved.register_serde_mapped::<Fragile>("Fragile");
+    let a = saved.spawn_empty();
+    saved.insert(a, (Fragile(a),)).unwrap();
+    let text = json(&saved);
+
+    let mut world = World::new();
+    world.register_serde_mapped::<Fragile>("Fragile");
+    let here = world.spawn((Name("here".into()),));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.load_remapped(&mut serde_json::Deserializer::from_str(&text))
+    }));
+    assert!(panicked.is_err(), "the mapping panicked");
+    // Only the entity that was there is alive, and every live id has its row.
+    let mut alive: Vec<Entity> = world.query::<Entity>().iter(&world).collect();
+    alive.sort();
+    assert_eq!(alive, vec![here]);
+    assert_eq!(world.len(), 1);
+    // The id the load gave the saved entity is dead, and spawning again works.
+    let next = world.spawn((Name("next".into()),));
+    assert_eq!(world.get::<Name>(next).unwrap().0, "next");
+    assert_eq!(world.get::<Name>(here).unwrap().0, "here");
+    assert_eq!(world.query::<&Name>().iter(&world).count(), 2);
+}

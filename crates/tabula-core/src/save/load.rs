@@ -269,6 +269,17 @@ impl World {
                     archetype.names
                 )));
             }
+            // A sparse component's values live outside the tables (`storage/sparse.rs`): a
+            // table column for one would hold values `get` finds and `remove` does not.
+            if let Some(&sparse) = (archetype.set.iter()).find(|&&id| self.components().info(id).is_sparse())
+            {
+                return Err(invalid(format!(
+                    "archetype {a} ({:?}) holds `{}`, which this world stores in a sparse set; saves \
+                     of sparse-set components are not supported",
+                    archetype.names,
+                    self.components().info(sparse).name()
+                )));
+            }
             if a < existing && !remap {
                 let have = self.archetypes().nth(a).map(|x| x.component_ids());
                 if have != Some(&archetype.set[..]) {
@@ -482,7 +493,18 @@ impl World {
                 .collect();
             new_ids.push(ids);
         }
-        map_saved(&mut saved, &table);
+        // The ids above are live but their rows are not pushed yet: if a user's
+        // `map_entities` panics, free them again before unwinding on, so that no live id
+        // names a row its table does not have.
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            map_saved(&mut saved, &table);
+        })) {
+            let entities = self.entities_for_load();
+            for new in table.values() {
+                entities.free(*new);
+            }
+            std::panic::resume_unwind(payload);
+        }
         let now = self.change_tick();
         for ((mut archetype, ids), &(id, base)) in saved.archetypes.into_iter().zip(new_ids).zip(&targets) {
             let target = &mut self.archetypes_mut().archetypes.all_mut()[id.index()];
