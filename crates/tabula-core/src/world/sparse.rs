@@ -418,11 +418,15 @@ impl World {
 
     /// Takes every sparse value `entity` holds out of its set (after logging tracked
     /// removals), without dropping any: they are dropped with the returned scratch, once the
-    /// caller has freed the entity. No hooks: `despawn` ran them.
+    /// caller has freed the entity (`None`, with no scratch made, when it holds none). No
+    /// hooks: `despawn` ran them.
     #[cold]
     #[inline(never)]
-    pub(super) fn take_sparse(&mut self, entity: Entity) -> Scratch {
+    pub(super) fn take_sparse(&mut self, entity: Entity) -> Option<Scratch> {
         let held = self.sparse.held_by(entity);
+        if held.is_empty() {
+            return None;
+        }
         for &c in &held {
             if self.components.info(c).logs_removals() {
                 self.removals.record(&[c], &[entity]);
@@ -446,7 +450,7 @@ impl World {
             }
             scratch.live[i].set(true);
         }
-        scratch
+        Some(scratch)
     }
 
     /// `insert_by_id` of sparse component `id` into live `entity`, with its hooks.
