@@ -694,26 +694,32 @@ fn read_table(
 // The save as a deserializer, for `World::load`: the meta's fields from JSON, and the
 // archetypes' rows from the tables.
 
-/// A deserialiser's error: a message.
+/// The error of the serializer and the deserialiser below: a message.
 #[derive(Debug)]
-struct DeError(String);
+struct Message(String);
 
-impl fmt::Display for DeError {
+impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for DeError {}
+impl std::error::Error for Message {}
 
-impl de::Error for DeError {
+impl de::Error for Message {
     fn custom<T: fmt::Display>(message: T) -> Self {
         Self(message.to_string())
     }
 }
 
-fn json_error(error: serde_json::Error) -> DeError {
-    DeError(error.to_string())
+impl ser::Error for Message {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        Self(message.to_string())
+    }
+}
+
+fn json_error(error: serde_json::Error) -> Message {
+    Message(error.to_string())
 }
 
 /// The whole save.
@@ -722,9 +728,9 @@ struct SaveDe<'a> {
 }
 
 impl<'de> Deserializer<'de> for SaveDe<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         let fields = (self.read.meta.iter()).filter(|(key, _)| *key != "archetypes");
         visitor.visit_map(SaveMap {
             fields: Box::new(fields),
@@ -751,23 +757,23 @@ struct SaveMap<'a> {
 }
 
 impl<'de> MapAccess<'de> for SaveMap<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Message> {
         if let Some((key, value)) = self.fields.next() {
             self.next = Some(Some(value));
-            return seed.deserialize(StrDeserializer::<DeError>::new(key)).map(Some);
+            return seed.deserialize(StrDeserializer::<Message>::new(key)).map(Some);
         }
         if self.archetypes.is_some() {
             self.next = Some(None);
             return seed
-                .deserialize(StrDeserializer::<DeError>::new("archetypes"))
+                .deserialize(StrDeserializer::<Message>::new("archetypes"))
                 .map(Some);
         }
         Ok(None)
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Message> {
         match self.next.take().expect("a key first") {
             Some(json) => seed.deserialize(json).map_err(json_error),
             None => seed.deserialize(Archetypes {
@@ -785,9 +791,9 @@ struct Archetypes<'a> {
 }
 
 impl<'de> Deserializer<'de> for Archetypes<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         let tick = self.tick;
         visitor.visit_seq(SeqDeserializer::new(
             self.archetypes
@@ -807,7 +813,7 @@ struct OneArchetype<'a> {
     tick: u32,
 }
 
-impl<'de> IntoDeserializer<'de, DeError> for OneArchetype<'de> {
+impl<'de> IntoDeserializer<'de, Message> for OneArchetype<'de> {
     type Deserializer = Self;
     fn into_deserializer(self) -> Self {
         self
@@ -815,9 +821,9 @@ impl<'de> IntoDeserializer<'de, DeError> for OneArchetype<'de> {
 }
 
 impl<'de> Deserializer<'de> for OneArchetype<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         visitor.visit_map(ArchetypeMap {
             archetype: self.archetype,
             tick: self.tick,
@@ -841,17 +847,17 @@ struct ArchetypeMap<'a> {
 const ARCHETYPE_FIELDS: [&str; 3] = ["components", "entities", "columns"];
 
 impl<'de> MapAccess<'de> for ArchetypeMap<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Message> {
         let Some(key) = ARCHETYPE_FIELDS.get(usize::from(self.field)) else {
             return Ok(None);
         };
         self.field += 1;
-        seed.deserialize(StrDeserializer::<DeError>::new(key)).map(Some)
+        seed.deserialize(StrDeserializer::<Message>::new(key)).map(Some)
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Message> {
         let archetype = self.archetype;
         match self.field {
             1 => seed.deserialize(SeqDeserializer::new(archetype.names.iter().map(String::as_str))),
@@ -882,7 +888,7 @@ struct Column<'a> {
     tick: u32,
 }
 
-impl<'de> IntoDeserializer<'de, DeError> for Column<'de> {
+impl<'de> IntoDeserializer<'de, Message> for Column<'de> {
     type Deserializer = Self;
     fn into_deserializer(self) -> Self {
         self
@@ -890,9 +896,9 @@ impl<'de> IntoDeserializer<'de, DeError> for Column<'de> {
 }
 
 impl<'de> Deserializer<'de> for Column<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         visitor.visit_seq(SeqDeserializer::new((0..self.rows.len()).map(move |row| {
             RowTriple {
                 column: self,
@@ -915,7 +921,7 @@ struct RowTriple<'a> {
     at: u8,
 }
 
-impl<'de> IntoDeserializer<'de, DeError> for RowTriple<'de> {
+impl<'de> IntoDeserializer<'de, Message> for RowTriple<'de> {
     type Deserializer = Self;
     fn into_deserializer(self) -> Self {
         self
@@ -923,9 +929,9 @@ impl<'de> IntoDeserializer<'de, DeError> for RowTriple<'de> {
 }
 
 impl<'de> Deserializer<'de> for RowTriple<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         visitor.visit_seq(self)
     }
 
@@ -936,9 +942,9 @@ impl<'de> Deserializer<'de> for RowTriple<'de> {
 }
 
 impl<'de> SeqAccess<'de> for RowTriple<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, DeError> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Message> {
         self.at += 1;
         let column = self.column;
         match self.at {
@@ -951,7 +957,7 @@ impl<'de> SeqAccess<'de> for RowTriple<'de> {
                 }))
                 .map(Some)
                 .map_err(|e| {
-                    DeError(format!(
+                    Message(format!(
                         "table {}, entity {}: {e}",
                         column.table,
                         show(column.entities[self.row])
@@ -979,10 +985,10 @@ struct RowDe<'a> {
 
 impl<'a> RowDe<'a> {
     /// The one `value` column of a value that is not flattened.
-    fn single(self) -> Result<ColDe<'a>, DeError> {
+    fn single(self) -> Result<ColDe<'a>, Message> {
         match (self.names, self.values) {
             ([name], [value]) if name == "value" => Ok(ColDe(value)),
-            _ => Err(DeError(format!(
+            _ => Err(Message(format!(
                 "expected one column named value, found [{}]",
                 self.names.join(", ")
             ))),
@@ -992,16 +998,16 @@ impl<'a> RowDe<'a> {
 
 macro_rules! single {
     ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
             self.single()?.$method(visitor)
         }
     )*};
 }
 
 impl<'de> Deserializer<'de> for RowDe<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.names {
             [] => visitor.visit_unit(),
             [name] if name == "value" => ColDe(&self.values[0]).deserialize_any(visitor),
@@ -1014,15 +1020,15 @@ impl<'de> Deserializer<'de> for RowDe<'de> {
         _name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         visitor.visit_map(RowMap { row: self, at: 0 })
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         visitor.visit_map(RowMap { row: self, at: 0 })
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Message> {
         visitor.visit_seq(SeqDeserializer::new(self.values.iter().map(ColDe)))
     }
 
@@ -1031,7 +1037,7 @@ impl<'de> Deserializer<'de> for RowDe<'de> {
         _name: &'static str,
         len: usize,
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         self.deserialize_tuple(len, visitor)
     }
 
@@ -1039,11 +1045,11 @@ impl<'de> Deserializer<'de> for RowDe<'de> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         if self.names.is_empty() {
             visitor.visit_unit()
         } else {
@@ -1055,7 +1061,7 @@ impl<'de> Deserializer<'de> for RowDe<'de> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         self.deserialize_unit(visitor)
     }
 
@@ -1064,7 +1070,7 @@ impl<'de> Deserializer<'de> for RowDe<'de> {
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         self.single()?.deserialize_enum(name, variants, visitor)
     }
 
@@ -1083,20 +1089,20 @@ struct RowMap<'a> {
 }
 
 impl<'de> MapAccess<'de> for RowMap<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Message> {
         match self.row.names.get(self.at) {
-            Some(name) => seed.deserialize(StrDeserializer::<DeError>::new(name)).map(Some),
+            Some(name) => seed.deserialize(StrDeserializer::<Message>::new(name)).map(Some),
             None => Ok(None),
         }
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Message> {
         let at = self.at;
         self.at += 1;
         (seed.deserialize(ColDe(&self.row.values[at])))
-            .map_err(|e| DeError(format!("column {}: {e}", self.row.names[at])))
+            .map_err(|e| Message(format!("column {}: {e}", self.row.names[at])))
     }
 }
 
@@ -1104,7 +1110,7 @@ impl<'de> MapAccess<'de> for RowMap<'de> {
 #[derive(Clone, Copy)]
 struct ColDe<'a>(&'a SqlValue);
 
-impl<'de> IntoDeserializer<'de, DeError> for ColDe<'de> {
+impl<'de> IntoDeserializer<'de, Message> for ColDe<'de> {
     type Deserializer = Self;
     fn into_deserializer(self) -> Self {
         self
@@ -1120,7 +1126,7 @@ impl<'de> ColDe<'de> {
             &mut serde_json::Deserializer<serde_json::de::StrRead<'de>>,
             V,
         ) -> serde_json::Result<V::Value>,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Text(text) => {
                 let mut json = serde_json::Deserializer::from_str(text);
@@ -1134,9 +1140,9 @@ impl<'de> ColDe<'de> {
 }
 
 impl<'de> Deserializer<'de> for ColDe<'de> {
-    type Error = DeError;
+    type Error = Message;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Null => visitor.visit_unit(),
             &SqlValue::Integer(n) => visitor.visit_i64(n),
@@ -1146,14 +1152,14 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         }
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             &SqlValue::Integer(n) => visitor.visit_bool(n != 0),
             _ => self.deserialize_any(visitor),
         }
     }
 
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             // Written wrapped when above `i64::MAX`.
             &SqlValue::Integer(n) => visitor.visit_u64(n as u64),
@@ -1161,7 +1167,7 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         }
     }
 
-    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Text(text) => match text.parse() {
                 Ok(n) => visitor.visit_i128(n),
@@ -1171,7 +1177,7 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         }
     }
 
-    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Text(text) => match text.parse() {
                 Ok(n) => visitor.visit_u128(n),
@@ -1181,7 +1187,7 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Null => visitor.visit_none(),
             _ => visitor.visit_some(self),
@@ -1192,7 +1198,7 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -1201,21 +1207,21 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         match self.0 {
             SqlValue::Text(text) if text.starts_with('{') => self.json(visitor, |json, visitor| {
                 json.deserialize_enum(name, variants, visitor)
             }),
-            SqlValue::Text(text) => visitor.visit_enum(StrDeserializer::<DeError>::new(text)),
+            SqlValue::Text(text) => visitor.visit_enum(StrDeserializer::<Message>::new(text)),
             _ => self.deserialize_any(visitor),
         }
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         self.json(visitor, |json, visitor| json.deserialize_seq(visitor))
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, Message> {
         self.json(visitor, |json, visitor| json.deserialize_tuple(len, visitor))
     }
 
@@ -1224,13 +1230,13 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         name: &'static str,
         len: usize,
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         self.json(visitor, |json, visitor| {
             json.deserialize_tuple_struct(name, len, visitor)
         })
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
         self.json(visitor, |json, visitor| json.deserialize_map(visitor))
     }
 
@@ -1239,7 +1245,7 @@ impl<'de> Deserializer<'de> for ColDe<'de> {
         name: &'static str,
         fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DeError> {
+    ) -> Result<V::Value, Message> {
         self.json(visitor, |json, visitor| {
             json.deserialize_struct(name, fields, visitor)
         })
@@ -1275,30 +1281,8 @@ impl fmt::Display for Name {
     }
 }
 
-/// A serializer's error: a message.
-#[derive(Debug)]
-struct SerError(String);
-
-impl fmt::Display for SerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SerError {}
-
-impl ser::Error for SerError {
-    fn custom<T: fmt::Display>(message: T) -> Self {
-        Self(message.to_string())
-    }
-}
-
-fn ser_json(error: serde_json::Error) -> SerError {
-    SerError(error.to_string())
-}
-
 /// Flattens `value` into `row` (see the module docs for the mapping).
-fn flatten(value: &dyn erased_serde::Serialize, row: &mut Vec<(Name, SqlValue)>) -> Result<(), SerError> {
+fn flatten(value: &dyn erased_serde::Serialize, row: &mut Vec<(Name, SqlValue)>) -> Result<(), Message> {
     if let Some(single) = value.serialize(ValueSer { row: Some(&mut *row) })? {
         row.push((Name::Value, single));
     }
@@ -1312,15 +1296,15 @@ struct ValueSer<'r> {
 }
 
 /// `value` as one column's SQL value.
-fn column<T: Serialize + ?Sized>(value: &T) -> Result<SqlValue, SerError> {
+fn column<T: Serialize + ?Sized>(value: &T) -> Result<SqlValue, Message> {
     Ok(value.serialize(ValueSer { row: None })?.unwrap_or(SqlValue::Null))
 }
 
 use serde_json::value::Serializer as JsonSer;
 
 /// JSON text of a value serde_json made.
-fn json_text(value: Result<Json, serde_json::Error>) -> Result<Option<SqlValue>, SerError> {
-    Ok(Some(SqlValue::Text(value.map_err(ser_json)?.to_string())))
+fn json_text(value: Result<Json, serde_json::Error>) -> Result<Option<SqlValue>, Message> {
+    Ok(Some(SqlValue::Text(value.map_err(json_error)?.to_string())))
 }
 
 /// A compound value: fields flattened into columns, or JSON text.
@@ -1331,7 +1315,7 @@ enum Compound<'r, J> {
 
 impl<'r> Serializer for ValueSer<'r> {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
+    type Error = Message;
     type SerializeSeq = Compound<'r, <JsonSer as Serializer>::SerializeSeq>;
     type SerializeTuple = Compound<'r, <JsonSer as Serializer>::SerializeTuple>;
     type SerializeTupleStruct = Compound<'r, <JsonSer as Serializer>::SerializeTupleStruct>;
@@ -1340,75 +1324,75 @@ impl<'r> Serializer for ValueSer<'r> {
     type SerializeStruct = Compound<'r, <JsonSer as Serializer>::SerializeStruct>;
     type SerializeStructVariant = Compound<'r, <JsonSer as Serializer>::SerializeStructVariant>;
 
-    fn serialize_bool(self, v: bool) -> Result<Self::Ok, SerError> {
+    fn serialize_bool(self, v: bool) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Integer(i64::from(v))))
     }
-    fn serialize_i8(self, v: i8) -> Result<Self::Ok, SerError> {
+    fn serialize_i8(self, v: i8) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i16(self, v: i16) -> Result<Self::Ok, SerError> {
+    fn serialize_i16(self, v: i16) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i32(self, v: i32) -> Result<Self::Ok, SerError> {
+    fn serialize_i32(self, v: i32) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i64(self, v: i64) -> Result<Self::Ok, SerError> {
+    fn serialize_i64(self, v: i64) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Integer(v)))
     }
-    fn serialize_i128(self, v: i128) -> Result<Self::Ok, SerError> {
+    fn serialize_i128(self, v: i128) -> Result<Self::Ok, Message> {
         Ok(Some(match i64::try_from(v) {
             Ok(v) => SqlValue::Integer(v),
             Err(_) => SqlValue::Text(v.to_string()),
         }))
     }
-    fn serialize_u8(self, v: u8) -> Result<Self::Ok, SerError> {
+    fn serialize_u8(self, v: u8) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_u16(self, v: u16) -> Result<Self::Ok, SerError> {
+    fn serialize_u16(self, v: u16) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_u32(self, v: u32) -> Result<Self::Ok, SerError> {
+    fn serialize_u32(self, v: u32) -> Result<Self::Ok, Message> {
         self.serialize_i64(v.into())
     }
-    fn serialize_u64(self, v: u64) -> Result<Self::Ok, SerError> {
+    fn serialize_u64(self, v: u64) -> Result<Self::Ok, Message> {
         // Wrapped above `i64::MAX`; read back whole by a `u64`.
         self.serialize_i64(v as i64)
     }
-    fn serialize_u128(self, v: u128) -> Result<Self::Ok, SerError> {
+    fn serialize_u128(self, v: u128) -> Result<Self::Ok, Message> {
         Ok(Some(match i64::try_from(v) {
             Ok(v) => SqlValue::Integer(v),
             Err(_) => SqlValue::Text(v.to_string()),
         }))
     }
-    fn serialize_f32(self, v: f32) -> Result<Self::Ok, SerError> {
+    fn serialize_f32(self, v: f32) -> Result<Self::Ok, Message> {
         self.serialize_f64(v.into())
     }
-    fn serialize_f64(self, v: f64) -> Result<Self::Ok, SerError> {
+    fn serialize_f64(self, v: f64) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Real(v)))
     }
-    fn serialize_char(self, v: char) -> Result<Self::Ok, SerError> {
+    fn serialize_char(self, v: char) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Text(v.to_string())))
     }
-    fn serialize_str(self, v: &str) -> Result<Self::Ok, SerError> {
+    fn serialize_str(self, v: &str) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Text(v.to_owned())))
     }
-    fn serialize_bytes(self, v: &[u8]) -> Result<Self::Ok, SerError> {
+    fn serialize_bytes(self, v: &[u8]) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Blob(v.to_vec())))
     }
-    fn serialize_none(self) -> Result<Self::Ok, SerError> {
+    fn serialize_none(self) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Null))
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Self::Ok, SerError> {
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Self::Ok, Message> {
         value.serialize(self)
     }
-    fn serialize_unit(self) -> Result<Self::Ok, SerError> {
+    fn serialize_unit(self) -> Result<Self::Ok, Message> {
         Ok(if self.row.is_some() {
             None
         } else {
             Some(SqlValue::Null)
         })
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<Self::Ok, SerError> {
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<Self::Ok, Message> {
         self.serialize_unit()
     }
     fn serialize_unit_variant(
@@ -1416,14 +1400,14 @@ impl<'r> Serializer for ValueSer<'r> {
         _name: &'static str,
         _index: u32,
         variant: &'static str,
-    ) -> Result<Self::Ok, SerError> {
+    ) -> Result<Self::Ok, Message> {
         Ok(Some(SqlValue::Text(variant.to_owned())))
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         value: &T,
-    ) -> Result<Self::Ok, SerError> {
+    ) -> Result<Self::Ok, Message> {
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -1432,26 +1416,26 @@ impl<'r> Serializer for ValueSer<'r> {
         index: u32,
         variant: &'static str,
         value: &T,
-    ) -> Result<Self::Ok, SerError> {
+    ) -> Result<Self::Ok, Message> {
         json_text(JsonSer.serialize_newtype_variant(name, index, variant, value))
     }
-    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, SerError> {
-        Ok(Compound::Json(JsonSer.serialize_seq(len).map_err(ser_json)?))
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Message> {
+        Ok(Compound::Json(JsonSer.serialize_seq(len).map_err(json_error)?))
     }
-    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, SerError> {
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Message> {
         Ok(match self.row {
             Some(row) => Compound::Flat(row, 0),
-            None => Compound::Json(JsonSer.serialize_tuple(len).map_err(ser_json)?),
+            None => Compound::Json(JsonSer.serialize_tuple(len).map_err(json_error)?),
         })
     }
     fn serialize_tuple_struct(
         self,
         name: &'static str,
         len: usize,
-    ) -> Result<Self::SerializeTupleStruct, SerError> {
+    ) -> Result<Self::SerializeTupleStruct, Message> {
         Ok(match self.row {
             Some(row) => Compound::Flat(row, 0),
-            None => Compound::Json(JsonSer.serialize_tuple_struct(name, len).map_err(ser_json)?),
+            None => Compound::Json(JsonSer.serialize_tuple_struct(name, len).map_err(json_error)?),
         })
     }
     fn serialize_tuple_variant(
@@ -1460,20 +1444,20 @@ impl<'r> Serializer for ValueSer<'r> {
         index: u32,
         variant: &'static str,
         len: usize,
-    ) -> Result<Self::SerializeTupleVariant, SerError> {
+    ) -> Result<Self::SerializeTupleVariant, Message> {
         Ok(Compound::Json(
             JsonSer
                 .serialize_tuple_variant(name, index, variant, len)
-                .map_err(ser_json)?,
+                .map_err(json_error)?,
         ))
     }
-    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, SerError> {
-        Ok(Compound::Json(JsonSer.serialize_map(len).map_err(ser_json)?))
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Message> {
+        Ok(Compound::Json(JsonSer.serialize_map(len).map_err(json_error)?))
     }
-    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, SerError> {
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Message> {
         Ok(match self.row {
             Some(row) => Compound::Flat(row, 0),
-            None => Compound::Json(JsonSer.serialize_struct(name, len).map_err(ser_json)?),
+            None => Compound::Json(JsonSer.serialize_struct(name, len).map_err(json_error)?),
         })
     }
     fn serialize_struct_variant(
@@ -1482,25 +1466,25 @@ impl<'r> Serializer for ValueSer<'r> {
         index: u32,
         variant: &'static str,
         len: usize,
-    ) -> Result<Self::SerializeStructVariant, SerError> {
+    ) -> Result<Self::SerializeStructVariant, Message> {
         Ok(Compound::Json(
             JsonSer
                 .serialize_struct_variant(name, index, variant, len)
-                .map_err(ser_json)?,
+                .map_err(json_error)?,
         ))
     }
 }
 
 impl<J: ser::SerializeSeq<Ok = Json, Error = serde_json::Error>> ser::SerializeSeq for Compound<'_, J> {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+    type Error = Message;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_element(value).map_err(ser_json),
+            Self::Json(json) => json.serialize_element(value).map_err(json_error),
             Self::Flat(..) => unreachable!("a sequence is never flattened"),
         }
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1513,9 +1497,9 @@ fn tuple_field<J, T: Serialize + ?Sized>(
     compound: &mut Compound<'_, J>,
     value: &T,
     json: impl FnOnce(&mut J, &T) -> Result<(), serde_json::Error>,
-) -> Result<(), SerError> {
+) -> Result<(), Message> {
     match compound {
-        Compound::Json(j) => json(j, value).map_err(ser_json),
+        Compound::Json(j) => json(j, value).map_err(json_error),
         Compound::Flat(row, at) => {
             row.push((Name::Index(*at), column(value)?));
             *at += 1;
@@ -1526,11 +1510,11 @@ fn tuple_field<J, T: Serialize + ?Sized>(
 
 impl<J: ser::SerializeTuple<Ok = Json, Error = serde_json::Error>> ser::SerializeTuple for Compound<'_, J> {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+    type Error = Message;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Message> {
         tuple_field(self, value, |j, v| j.serialize_element(v))
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1542,11 +1526,11 @@ impl<J: ser::SerializeTupleStruct<Ok = Json, Error = serde_json::Error>> ser::Se
     for Compound<'_, J>
 {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+    type Error = Message;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Message> {
         tuple_field(self, value, |j, v| j.serialize_field(v))
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1558,14 +1542,14 @@ impl<J: ser::SerializeTupleVariant<Ok = Json, Error = serde_json::Error>> ser::S
     for Compound<'_, J>
 {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+    type Error = Message;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_field(value).map_err(ser_json),
+            Self::Json(json) => json.serialize_field(value).map_err(json_error),
             Self::Flat(..) => unreachable!("a variant is never flattened"),
         }
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1575,20 +1559,20 @@ impl<J: ser::SerializeTupleVariant<Ok = Json, Error = serde_json::Error>> ser::S
 
 impl<J: ser::SerializeMap<Ok = Json, Error = serde_json::Error>> ser::SerializeMap for Compound<'_, J> {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerError> {
+    type Error = Message;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_key(key).map_err(ser_json),
+            Self::Json(json) => json.serialize_key(key).map_err(json_error),
             Self::Flat(..) => unreachable!("a map is never flattened"),
         }
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_value(value).map_err(ser_json),
+            Self::Json(json) => json.serialize_value(value).map_err(json_error),
             Self::Flat(..) => unreachable!("a map is never flattened"),
         }
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1598,29 +1582,29 @@ impl<J: ser::SerializeMap<Ok = Json, Error = serde_json::Error>> ser::SerializeM
 
 impl<J: ser::SerializeStruct<Ok = Json, Error = serde_json::Error>> ser::SerializeStruct for Compound<'_, J> {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
+    type Error = Message;
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
         key: &'static str,
         value: &T,
-    ) -> Result<(), SerError> {
+    ) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_field(key, value).map_err(ser_json),
+            Self::Json(json) => json.serialize_field(key, value).map_err(json_error),
             Self::Flat(row, _) => {
                 row.push((Name::Field(key), column(value)?));
                 Ok(())
             }
         }
     }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), SerError> {
+    fn skip_field(&mut self, key: &'static str) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.skip_field(key).map_err(ser_json),
-            Self::Flat(..) => Err(SerError(format!(
+            Self::Json(json) => json.skip_field(key).map_err(json_error),
+            Self::Flat(..) => Err(Message(format!(
                 "field {key} is skipped for this value (skip_serializing_if): a table has one set of columns"
             ))),
         }
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1632,18 +1616,18 @@ impl<J: ser::SerializeStructVariant<Ok = Json, Error = serde_json::Error>> ser::
     for Compound<'_, J>
 {
     type Ok = Option<SqlValue>;
-    type Error = SerError;
+    type Error = Message;
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
         key: &'static str,
         value: &T,
-    ) -> Result<(), SerError> {
+    ) -> Result<(), Message> {
         match self {
-            Self::Json(json) => json.serialize_field(key, value).map_err(ser_json),
+            Self::Json(json) => json.serialize_field(key, value).map_err(json_error),
             Self::Flat(..) => unreachable!("a variant is never flattened"),
         }
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         match self {
             Self::Json(json) => json_text(json.end()),
             Self::Flat(..) => Ok(None),
@@ -1657,24 +1641,24 @@ struct MetaSerializer;
 
 macro_rules! refuse {
     ($($method:ident($($arg:ty),*) -> $ok:ty;)*) => {$(
-        fn $method(self, $(_: $arg),*) -> Result<$ok, SerError> {
-            Err(SerError("a world snapshot is a struct".into()))
+        fn $method(self, $(_: $arg),*) -> Result<$ok, Message> {
+            Err(Message("a world snapshot is a struct".into()))
         }
     )*};
 }
 
 impl Serializer for MetaSerializer {
     type Ok = serde_json::Map<String, Json>;
-    type Error = SerError;
-    type SerializeSeq = ser::Impossible<Self::Ok, SerError>;
-    type SerializeTuple = ser::Impossible<Self::Ok, SerError>;
-    type SerializeTupleStruct = ser::Impossible<Self::Ok, SerError>;
-    type SerializeTupleVariant = ser::Impossible<Self::Ok, SerError>;
-    type SerializeMap = ser::Impossible<Self::Ok, SerError>;
+    type Error = Message;
+    type SerializeSeq = ser::Impossible<Self::Ok, Message>;
+    type SerializeTuple = ser::Impossible<Self::Ok, Message>;
+    type SerializeTupleStruct = ser::Impossible<Self::Ok, Message>;
+    type SerializeTupleVariant = ser::Impossible<Self::Ok, Message>;
+    type SerializeMap = ser::Impossible<Self::Ok, Message>;
     type SerializeStruct = MetaStruct;
-    type SerializeStructVariant = ser::Impossible<Self::Ok, SerError>;
+    type SerializeStructVariant = ser::Impossible<Self::Ok, Message>;
 
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<MetaStruct, SerError> {
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<MetaStruct, Message> {
         Ok(MetaStruct(serde_json::Map::new()))
     }
 
@@ -1705,15 +1689,15 @@ impl Serializer for MetaSerializer {
         serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
     }
 
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<Self::Ok, SerError> {
-        Err(SerError("a world snapshot is a struct".into()))
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<Self::Ok, Message> {
+        Err(Message("a world snapshot is a struct".into()))
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         _value: &T,
-    ) -> Result<Self::Ok, SerError> {
-        Err(SerError("a world snapshot is a struct".into()))
+    ) -> Result<Self::Ok, Message> {
+        Err(Message("a world snapshot is a struct".into()))
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         self,
@@ -1721,8 +1705,8 @@ impl Serializer for MetaSerializer {
         _index: u32,
         _variant: &'static str,
         _value: &T,
-    ) -> Result<Self::Ok, SerError> {
-        Err(SerError("a world snapshot is a struct".into()))
+    ) -> Result<Self::Ok, Message> {
+        Err(Message("a world snapshot is a struct".into()))
     }
 }
 
@@ -1730,19 +1714,19 @@ struct MetaStruct(serde_json::Map<String, Json>);
 
 impl ser::SerializeStruct for MetaStruct {
     type Ok = serde_json::Map<String, Json>;
-    type Error = SerError;
+    type Error = Message;
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
         key: &'static str,
         value: &T,
-    ) -> Result<(), SerError> {
+    ) -> Result<(), Message> {
         if key != "archetypes" {
-            let value = serde_json::to_value(value).map_err(ser_json)?;
+            let value = serde_json::to_value(value).map_err(json_error)?;
             self.0.insert(key.to_owned(), value);
         }
         Ok(())
     }
-    fn end(self) -> Result<Self::Ok, SerError> {
+    fn end(self) -> Result<Self::Ok, Message> {
         Ok(self.0)
     }
 }
