@@ -417,6 +417,12 @@ impl World {
             self.run_despawn_hooks(entity);
             self.apply_hook_commands();
         }
+        self.free_entity_and_row(entity)
+    }
+
+    /// The end of a despawn, once the hooks ran: frees `entity`'s id, logs its removals, and
+    /// swap-removes its row, dropping the row's values.
+    fn free_entity_and_row(&mut self, entity: Entity) -> Result<(), EntityError> {
         let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
         let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
         if archetype.logs_removals {
@@ -451,23 +457,11 @@ impl World {
         }
         // The sparse values are taken out (not dropped) first and the id and row freed, so a
         // panicking `Drop` cannot leave the entity alive and missing values.
+        // `taken` is dropped after the row, and also if a value of the row panics.
         let taken = self.take_sparse(entity);
-        let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
-        let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];
-        if archetype.logs_removals {
-            self.removals
-                .record_archetype(&self.components, archetype, &[entity]);
-        }
-        let table = &mut archetype.table;
-        let row = location.row as usize;
-        if let Some(&moved) = table.entities().last().filter(|_| row + 1 < table.len()) {
-            self.entities.set_location(moved, location);
-        }
-        // SAFETY: as in `despawn`. The row is forgotten before `taken` is dropped, and
-        // `taken` is dropped (below) even if a value of the row panics.
-        unsafe { table.swap_remove_and_drop(row) };
+        let freed = self.free_entity_and_row(entity);
         drop(taken);
-        Ok(())
+        freed
     }
 
     /// Makes every reservation (see [`reserve_entity`](Self::reserve_entity)) a live, empty
@@ -835,16 +829,13 @@ impl World {
         let tables = self.archetypes.archetypes.all_mut().iter_mut().zip(detached);
         // One `drop_each` over both kinds of store (`Ok`: a sparse set, `Err`: a table), so a
         // panicking drop in one still lets every other be dropped.
-        drop_each(
-            sets.map(Ok).chain(tables.map(Err)),
-            |store| match store {
-                // SAFETY: `len` came from `detach_rows` on this set or table just above, and
-                // each is visited once.
-                Ok((set, len)) => unsafe { set.drop_detached(len) },
-                // SAFETY: as above.
-                Err((archetype, len)) => unsafe { archetype.table.drop_detached(len) },
-            },
-        );
+        drop_each(sets.map(Ok).chain(tables.map(Err)), |store| match store {
+            // SAFETY: `len` came from `detach_rows` on this set or table just above, and
+            // each is visited once.
+            Ok((set, len)) => unsafe { set.drop_detached(len) },
+            // SAFETY: as above.
+            Err((archetype, len)) => unsafe { archetype.table.drop_detached(len) },
+        });
     }
 
     /// The change clock, the tick of the last `clear_trackers` and the clock of the next
