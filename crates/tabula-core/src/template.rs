@@ -39,8 +39,8 @@
 //! # Data files
 //!
 //! With the `serde` feature, templates are also read from a data file in any serde format,
-//! so that a designer edits a file and not Rust ([`World::load_templates`],
-//! [`World::read_templates`]). The file maps template names to definitions:
+//! so that a designer edits a file and not Rust (`World::load_templates`,
+//! `World::read_templates`). The file maps template names to definitions:
 //!
 //! ```json
 //! {
@@ -54,7 +54,7 @@
 //! any order, or templates already registered in the world), `components` (a component's
 //! registered name → its value) and `children` (a list of definitions, each with a `name`).
 //! A component is named as registered with `World::register_template_component`, which is
-//! [`World::register_serde`] plus a function that reads a value and adds it to a template.
+//! `World::register_serde` plus a function that reads a value and adds it to a template.
 //!
 //! A template spawns many entities, so each value is needed many times: the file is read
 //! once, each value deserialised once into a prototype, and every spawn clones the
