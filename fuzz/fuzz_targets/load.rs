@@ -40,8 +40,14 @@ impl MapEntities for Target {
 #[derive(Serialize, Deserialize)]
 struct Score(u32);
 
+/// Stored in a sparse set.
+#[derive(Serialize, Deserialize)]
+struct Buff(String);
+
 fn registered() -> World {
     let mut world = World::new();
+    world.register_component::<Buff>().sparse_set();
+    world.register_serde::<Buff>("Buff");
     world.register_serde::<Position>("Position");
     world.register_serde::<Name>("Name");
     world.register_serde::<Marker>("Marker");
@@ -59,6 +65,7 @@ fn busy() -> World {
     let a = world.spawn((Name("a".into()), Position(1.0, 2.0)));
     let b = world.spawn((Name("b".into()), Parent::new(a), Marker));
     world.spawn((Target(a, vec![b]), Aligned(3)));
+    world.insert(b, (Buff("b".into()),)).unwrap();
     world.insert_resource(Score(5));
     world
 }

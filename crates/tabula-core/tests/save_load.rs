@@ -224,7 +224,10 @@ fn malformed_and_truncated_input_is_refused() {
         refused(&text[..cut], "malformed");
     }
     refused("[1, 2, 3]", "malformed");
-    refused("{\"format\": 1}", "missing field");
+    refused(
+        &format!("{{\"format\": {}}}", tabula::SAVE_FORMAT),
+        "missing field",
+    );
     let mut value = sample_value();
     value["archetypes"][1]["components"][0] = "Velocity".into();
     refused(&value.to_string(), "unknown component name \"Velocity\"");
@@ -332,9 +335,23 @@ fn impossible_entities_are_refused() {
     tag["tag"] = ((value["tag"].as_u64().unwrap() + 1) % 256).into();
     refused(&tag.to_string(), "world tag");
 
+    // Another version is named as soon as it is read, with the version this build reads.
+    let this = tabula::SAVE_FORMAT;
     let mut format = value.clone();
     format["format"] = 99.into();
-    refused(&format.to_string(), "format version 99");
+    refused(
+        &format.to_string(),
+        &format!("format version 99, a newer version than this build reads (version {this})"),
+    );
+    let mut format = value.clone();
+    format["format"] = (this - 1).into();
+    refused(
+        &format.to_string(),
+        &format!(
+            "format version {}, an older version than this build reads (version {this})",
+            this - 1
+        ),
+    );
 
     let mut lanes = value.clone();
     lanes["entities"]["lanes"][0][2] = "owned".into();

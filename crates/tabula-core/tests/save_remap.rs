@@ -491,26 +491,6 @@ fn a_remapped_load_refuses_more_entities_than_the_world_has_room_for() {
 }
 
 #[test]
-fn a_sparse_set_component_is_refused_not_left_out() {
-    #[derive(Serialize, Deserialize)]
-    struct Buff(u8);
-    let mut world = registered();
-    world.register_component::<Buff>().sparse_set();
-    world.register_serde::<Buff>("Buff");
-    let e = world.spawn((Name("a".into()),));
-    world.spawn((Name("b".into()), SaveMe));
-    world.insert(e, (Buff(1),)).unwrap();
-    let error = world.snapshot().unwrap_err();
-    assert!(
-        matches!(error, tabula::SaveError::SparseComponent { entities: 1, .. }),
-        "{error}"
-    );
-    assert!(error.to_string().contains("Buff"), "{error}");
-    // A subset save that leaves the holder out is fine.
-    assert!(world.snapshot_with::<SaveMe>().is_ok());
-}
-
-#[test]
 fn a_value_read_before_its_row_is_refused_is_dropped_once() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static DROPS: AtomicUsize = AtomicUsize::new(0);

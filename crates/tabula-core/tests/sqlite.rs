@@ -416,3 +416,49 @@ fn ids_of_a_world_with_a_high_tag_and_an_empty_world_round_trip() {
         "the tag and the allocator of the export"
     );
 }
+
+/// A sparse-set component: a table like any other, and its set's dense order restored.
+#[test]
+fn sparse_components_export_and_import() {
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Shield(u32);
+    let sparse = || {
+        let mut world = World::new();
+        world.register_component::<Shield>().sparse_set();
+        world.register_serde::<Shield>("Shield");
+        world.register_serde::<Health>("Health");
+        world
+    };
+    let mut world = sparse();
+    let ids: Vec<Entity> = (0..5).map(|i| world.spawn((Health(i),))).collect();
+    for (i, &e) in ids.iter().enumerate() {
+        world.insert_one(e, Shield(10 * i as u32)).unwrap();
+    }
+    world.remove::<(Shield,)>(ids[1]).unwrap(); // the last holder moves into its place
+    let db = exported(&world);
+    let strong: Vec<i64> = query(&db, "SELECT entity FROM Shield WHERE value >= 20 ORDER BY value");
+    assert_eq!(strong, [ids[2], ids[3], ids[4]].map(|e| e.to_bits() as i64));
+
+    let mut loaded = sparse();
+    loaded.import_sqlite(&db).unwrap();
+    for &e in &ids {
+        assert_eq!(loaded.get::<Shield>(e).ok(), world.get::<Shield>(e).ok(), "{e}");
+    }
+    // The dense order (what a save lists), by the holders a save of each world lists.
+    let holders = |w: &World| {
+        let save: serde_json::Value = serde_json::to_value(w.snapshot().unwrap()).unwrap();
+        save["sparse"][0]["entities"].clone()
+    };
+    assert_eq!(holders(&loaded), holders(&world));
+
+    // A holder without its row is refused, naming both.
+    db.execute("DELETE FROM Shield WHERE entity = ?1", [ids[4].to_bits() as i64])
+        .unwrap();
+    let mut refused = sparse();
+    let error = refused.import_sqlite(&db).unwrap_err().to_string();
+    assert!(
+        error.contains(&format!("entity {} holds sparse component \"Shield\"", ids[4])),
+        "{error}"
+    );
+    assert!(refused.is_empty());
+}

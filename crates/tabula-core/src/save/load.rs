@@ -12,14 +12,15 @@
 //! 2. *Commit*: the archetypes are created in the saved order with room for their rows (the
 //!    one step that can fail, out of memory, before any entity exists), the allocator is
 //!    rebuilt from its parts, and each row's values are moved from the staging columns into
-//!    the tables with their saved ticks.
+//!    the tables with their saved ticks, and each sparse set's values into this world's set
+//!    in the saved dense order.
 
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer};
 
 use super::map::TableMapper;
-use super::read::{SavedResource, SavedWorld, WorldSeed};
+use super::read::{SavedResource, SavedSparse, SavedWorld, WorldSeed};
 use super::snapshot::SAVE_FORMAT;
 use crate::change::{ComponentTicks, Tick};
 use crate::entity::{Entities, Entity, GENERATION_BITS, GENERATION_MASK, LaneHolder, LaneState};
@@ -72,9 +73,14 @@ impl World {
     /// needed, and fine). Everything a replay depends on comes back: the world tag (the
     /// world takes the saved one), every slot's generation, the free list in order, retired
     /// slots, the reservation lanes with their blocks, the archetypes in creation order with
-    /// their rows in row order, the change clock and each value's `added` and `changed`
-    /// ticks. So queries visit rows in the saved order, and the next ids spawned are those the
-    /// saved world would have spawned.
+    /// their rows in row order, each sparse set's values in its dense order, the change
+    /// clock and each value's `added` and `changed` ticks. So queries visit rows in the saved
+    /// order, and the next ids spawned are those the saved world would have spawned.
+    ///
+    /// A component loads into the storage it was saved from: a component the save holds in
+    /// a [sparse set](crate::ComponentRegistration::sparse_set) must be registered sparse
+    /// here before loading, and one it holds in the tables must not be (a mismatch is
+    /// [`LoadError::Invalid`] naming the component).
     ///
     /// Lanes the saved world had owners for (a schedule's command-recording systems) are
     /// held for new owners: the next [`add_entity_lane`](Self::add_entity_lane) calls — a
@@ -130,7 +136,8 @@ impl World {
     /// Unlike [`load`](Self::load), this keeps the world's own allocator, tag, clock and
     /// lanes: it is for save games, prefabs and levels merged into a running world, not for
     /// replays. The loaded values' `added` and `changed` ticks are now (they are new to this
-    /// world); saved resources replace this world's. No hook or observer runs: both sides of
+    /// world); sparse values go after those this world's sets hold, in their saved order;
+    /// saved resources replace this world's. No hook or observer runs: both sides of
     /// every saved relationship are in the save. Reserved ids are [flushed](Self::flush)
     /// first.
     ///
@@ -274,8 +281,10 @@ impl World {
             if let Some(&sparse) = (archetype.set.iter()).find(|&&id| self.components().info(id).is_sparse())
             {
                 return Err(invalid(format!(
-                    "archetype {a} ({:?}) holds `{}`, which this world stores in a sparse set; saves \
-                     of sparse-set components are not supported",
+                    "archetype {a} ({:?}) holds `{}` in its table, but this world stores that \
+                     component in a sparse set: a save loads each component into the storage it \
+                     was saved from, so choose the same storage as the saving world (the \
+                     default, tables) before loading",
                     archetype.names,
                     self.components().info(sparse).name()
                 )));
@@ -354,8 +363,84 @@ impl World {
                 )));
             }
         }
+        self.check_sparse(saved, &placed)?;
         self.check_hierarchy(saved)?;
         Ok(placed)
+    }
+
+    /// Each saved sparse set is of a component this world stores sparse, and its holders
+    /// are distinct live entities of the save.
+    fn check_sparse(&self, saved: &SavedWorld, placed: &[(Entity, EntityLocation)]) -> Result<(), LoadError> {
+        if saved.sparse.is_empty() {
+            return Ok(());
+        }
+        let live: hashbrown::HashSet<u64> = placed.iter().map(|(e, _)| e.to_bits()).collect();
+        for set in &saved.sparse {
+            let name = &set.name;
+            if !self.components().info(set.id).is_sparse() {
+                return Err(invalid(format!(
+                    "component \"{name}\" is saved in a sparse set, but this world stores it in \
+                     archetype tables: a save loads each component into the storage it was saved \
+                     from, so register it with `.sparse_set()` (as the saving world did) before \
+                     loading"
+                )));
+            }
+            if u32::try_from(set.entities.len()).is_err() {
+                return Err(invalid(format!(
+                    "sparse component \"{name}\" has more values than a set holds"
+                )));
+            }
+            let mut seen = hashbrown::HashSet::with_capacity(set.entities.len());
+            for (row, &bits) in set.entities.iter().enumerate() {
+                if !live.contains(&bits) {
+                    let what =
+                        Entity::from_bits(bits).map_or_else(|| format!("{bits:#x}"), |e| e.to_string());
+                    return Err(invalid(format!(
+                        "sparse component \"{name}\" (value {row}) is held by {what}, which is not a \
+                         live entity of the save"
+                    )));
+                }
+                if !seen.insert(bits) {
+                    let entity = Entity::from_bits(bits).expect("a live entity's id");
+                    return Err(invalid(format!(
+                        "sparse component \"{name}\" is held twice by entity {entity}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the saved sparse values into this world's sets, each held by `holder(bits)`
+    /// with ticks `ticks(saved ticks)`, after the set's present rows (in a fresh load there
+    /// are none: the saved dense order comes back exactly).
+    fn commit_sparse(
+        &mut self,
+        sparse: Vec<SavedSparse>,
+        holder: impl Fn(u64) -> Entity,
+        ticks: impl Fn((Tick, Tick)) -> ComponentTicks,
+    ) {
+        for mut saved in sparse {
+            let size = saved.column.layout.size();
+            let set = (self.sparse.get_mut(saved.id)).expect("checked: stored sparse here");
+            set.reserve_for_load(saved.entities.len());
+            for (row, &bits) in saved.entities.iter().enumerate() {
+                let entity = holder(bits);
+                // SAFETY: `entity` is not in the set (checked: each holder once, and a holder
+                // is a saved entity, new to this world); the row is written at once, value
+                // and ticks, with no call that can panic before (room was reserved). The
+                // staged value at `row` is initialised and of the set's component (the
+                // staged column was made for `saved.id`); it is moved out here once
+                // (`forget` below keeps the staging column from dropping it).
+                unsafe {
+                    let at = set.push_uninit(entity);
+                    let column = set.table_mut().column_unchecked_mut(0);
+                    std::ptr::copy_nonoverlapping(saved.column.ptr(row), column.ptr(at), size);
+                    column.ticks_base().add(at).write(ticks(saved.column.ticks[row]));
+                }
+            }
+            saved.column.forget();
+        }
     }
 
     /// No saved entity is its own ancestor along [`Parent`].
@@ -395,7 +480,7 @@ impl World {
     }
 
     /// Phase 2: moves the checked save into the (empty) world.
-    fn commit(&mut self, saved: SavedWorld, placed: &[(Entity, EntityLocation)]) {
+    fn commit(&mut self, mut saved: SavedWorld, placed: &[(Entity, EntityLocation)]) {
         // The archetypes first, each table with room for its rows: growing a table is the
         // one step that can fail (out of memory), and it fails while the world still has no
         // entity, so no location can point at a row that was never written.
@@ -446,6 +531,12 @@ impl World {
                 staged.forget();
             }
         }
+        let sparse = std::mem::take(&mut saved.sparse);
+        self.commit_sparse(
+            sparse,
+            |bits| Entity::from_bits(bits).expect("checked"),
+            |(added, changed)| ComponentTicks { added, changed },
+        );
         self.commit_resources(saved.resources, true);
     }
 
@@ -536,6 +627,15 @@ impl World {
                 staged.forget();
             }
         }
+        let sparse = std::mem::take(&mut saved.sparse);
+        self.commit_sparse(
+            sparse,
+            |bits| table[&Entity::from_bits(bits).expect("checked")],
+            |_| ComponentTicks {
+                added: now,
+                changed: now,
+            },
+        );
         self.commit_resources(saved.resources, false);
         table.into_iter().collect()
     }
@@ -567,6 +667,21 @@ fn check_references(saved: &mut SavedWorld, placed: &[(Entity, EntityLocation)])
             }
         }
     }
+    for set in &saved.sparse {
+        let Some(map) = set.column.map else { continue };
+        for (row, &bits) in set.entities.iter().enumerate() {
+            // SAFETY: as above, for the staged values of the sparse set.
+            unsafe { map(set.column.ptr(row), &mut mapper) };
+            if let Some(missing) = mapper.missing {
+                let entity = Entity::from_bits(bits).expect("checked");
+                return Err(invalid(format!(
+                    "sparse component \"{}\" of saved entity {entity} holds entity {missing}, which \
+                     the save does not hold: a remapped load cannot map it",
+                    set.name
+                )));
+            }
+        }
+    }
     for resource in &mut saved.resources {
         if let Some(map) = resource.entry.map {
             map(&mut resource.value, &mut mapper);
@@ -592,6 +707,13 @@ fn map_saved(saved: &mut SavedWorld, table: &hashbrown::HashMap<Entity, Entity>)
                 // SAFETY: as in `check_references`.
                 unsafe { map(column.ptr(row), &mut mapper) };
             }
+        }
+    }
+    for set in &saved.sparse {
+        let Some(map) = set.column.map else { continue };
+        for row in 0..set.column.len() {
+            // SAFETY: as in `check_references`.
+            unsafe { map(set.column.ptr(row), &mut mapper) };
         }
     }
     for resource in &mut saved.resources {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::registry::{BoxedResource, MapFn, ResourceEntry, SerdeEntry};
+use super::snapshot::SAVE_FORMAT;
 use crate::change::Tick;
 use crate::component::ComponentId;
 use crate::entity::{AllocatorState, LaneHolder, LaneState};
@@ -25,6 +26,17 @@ pub(super) struct SavedWorld {
     pub(super) entities: AllocatorState,
     pub(super) archetypes: Vec<SavedArchetype>,
     pub(super) resources: Vec<SavedResource>,
+    /// The sparse-set components, one set each.
+    pub(super) sparse: Vec<SavedSparse>,
+}
+
+/// One sparse-set component of a save: its holders in the saved set's dense order, and
+/// their values (row `r` of `column` is `entities[r]`'s).
+pub(super) struct SavedSparse {
+    pub(super) name: String,
+    pub(super) id: ComponentId,
+    pub(super) entities: Vec<u64>,
+    pub(super) column: StagedColumn,
 }
 
 /// One resource of a save, deserialised.
@@ -205,6 +217,7 @@ const WORLD_FIELDS: &[&str] = &[
     "entities",
     "archetypes",
     "resources",
+    "sparse",
 ];
 
 impl<'de> DeserializeSeed<'de> for WorldSeed<'_> {
@@ -226,6 +239,7 @@ struct WorldParts {
     entities: Option<RawEntities>,
     archetypes: Option<Vec<SavedArchetype>>,
     resources: Option<Vec<SavedResource>>,
+    sparse: Option<Vec<SavedSparse>>,
 }
 
 impl WorldParts {
@@ -242,6 +256,7 @@ impl WorldParts {
             entities: need(self.entities, "entities")?.into_state()?,
             archetypes: need(self.archetypes, "archetypes")?,
             resources: need(self.resources, "resources")?,
+            sparse: need(self.sparse, "sparse")?,
         })
     }
 }
@@ -255,8 +270,10 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SavedWorld, A::Error> {
         let missing = |name| A::Error::missing_field(name);
+        let format = seq.next_element()?.ok_or_else(|| missing("format"))?;
+        check_format(format)?;
         let parts = WorldParts {
-            format: Some(seq.next_element()?.ok_or_else(|| missing("format"))?),
+            format: Some(format),
             tag: Some(seq.next_element()?.ok_or_else(|| missing("tag"))?),
             change_tick: Some(seq.next_element()?.ok_or_else(|| missing("change_tick"))?),
             last_change_tick: Some(seq.next_element()?.ok_or_else(|| missing("last_change_tick"))?),
@@ -269,6 +286,10 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
             resources: Some(
                 seq.next_element_seed(ResourcesSeed { world: self.world })?
                     .ok_or_else(|| missing("resources"))?,
+            ),
+            sparse: Some(
+                seq.next_element_seed(SparseSetsSeed { world: self.world })?
+                    .ok_or_else(|| missing("sparse"))?,
             ),
         };
         parts.finish()
@@ -284,7 +305,11 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
                 Ok(())
             }
             match key.as_str() {
-                "format" => once(&mut parts.format, map.next_value()?, "format")?,
+                "format" => {
+                    let format = map.next_value()?;
+                    check_format(format)?;
+                    once(&mut parts.format, format, "format")?;
+                }
                 "tag" => once(&mut parts.tag, map.next_value()?, "tag")?,
                 "change_tick" => once(&mut parts.change_tick, map.next_value()?, "change_tick")?,
                 "last_change_tick" => {
@@ -300,10 +325,168 @@ impl<'de> Visitor<'de> for WorldSeed<'_> {
                     let value = map.next_value_seed(ResourcesSeed { world: self.world })?;
                     once(&mut parts.resources, value, "resources")?;
                 }
+                "sparse" => {
+                    let value = map.next_value_seed(SparseSetsSeed { world: self.world })?;
+                    once(&mut parts.sparse, value, "sparse")?;
+                }
                 other => return Err(A::Error::unknown_field(other, WORLD_FIELDS)),
             }
         }
         parts.finish()
+    }
+}
+
+/// Refuses a save of another format version as soon as its version is read, before the
+/// rest (laid out as that version lays it out) fails to parse with a less helpful message.
+/// A map may list `format` after other fields: they are read first, and may fail first.
+fn check_format<E: de::Error>(format: u32) -> Result<(), E> {
+    if format == SAVE_FORMAT {
+        return Ok(());
+    }
+    let which = if format < SAVE_FORMAT {
+        "an older"
+    } else {
+        "a newer"
+    };
+    Err(E::custom(format_args!(
+        "the save is of format version {format}, {which} version than this build reads (version \
+         {SAVE_FORMAT}); load it with the build that wrote it"
+    )))
+}
+
+/// The sparse-set list.
+struct SparseSetsSeed<'w> {
+    world: &'w World,
+}
+
+impl<'de> DeserializeSeed<'de> for SparseSetsSeed<'_> {
+    type Value = Vec<SavedSparse>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SparseSetsSeed<'_> {
+    type Value = Vec<SavedSparse>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of sparse sets")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut sets: Vec<SavedSparse> = Vec::new();
+        while let Some(set) = seq.next_element_seed(SparseSeed { world: self.world })? {
+            if sets.iter().any(|other| other.id == set.id) {
+                return Err(A::Error::custom(format_args!(
+                    "sparse component \"{}\" is saved twice",
+                    set.name
+                )));
+            }
+            sets.push(set);
+        }
+        Ok(sets)
+    }
+}
+
+/// One sparse set: `component` (its name), `entities` (in dense order), `rows`.
+struct SparseSeed<'w> {
+    world: &'w World,
+}
+
+const SPARSE_FIELDS: &[&str] = &["component", "entities", "rows"];
+
+impl<'de> DeserializeSeed<'de> for SparseSeed<'_> {
+    type Value = SavedSparse;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_struct("SparseSet", SPARSE_FIELDS, self)
+    }
+}
+
+impl SparseSeed<'_> {
+    fn resolve<E: de::Error>(&self, name: &str) -> Result<(ComponentId, SerdeEntry), E> {
+        let id = self.world.serde.id_by_name(name).ok_or_else(|| {
+            E::custom(format_args!(
+                "unknown component name \"{name}\" (a sparse set): no component is registered \
+                 under it here (World::register_serde)"
+            ))
+        })?;
+        Ok((id, *self.world.serde.get(id).expect("registered by name")))
+    }
+
+    /// The seed of the set's rows.
+    fn rows(&self, id: ComponentId, entry: SerdeEntry, rows: usize) -> ColumnSeed {
+        let info = self.world.components().info(id);
+        ColumnSeed {
+            column: StagedColumn::new(id, &entry, info.layout(), info.drop_fn()),
+            entry,
+            rows,
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for SparseSeed<'_> {
+    type Value = SavedSparse;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sparse set: its component, entities and rows")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let name: String = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::missing_field("component"))?;
+        let (id, entry) = self.resolve(&name)?;
+        let entities: Vec<u64> = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::missing_field("entities"))?;
+        let column = seq
+            .next_element_seed(self.rows(id, entry, entities.len()))?
+            .ok_or_else(|| A::Error::missing_field("rows"))?;
+        Ok(SavedSparse {
+            name,
+            id,
+            entities,
+            column,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut name: Option<(String, ComponentId, SerdeEntry)> = None;
+        let mut entities: Option<Vec<u64>> = None;
+        let mut column = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "component" if name.is_none() => {
+                    let value: String = map.next_value()?;
+                    let (id, entry) = self.resolve(&value)?;
+                    name = Some((value, id, entry));
+                }
+                "entities" if entities.is_none() => entities = Some(map.next_value()?),
+                "rows" if column.is_none() => {
+                    let (Some((_, id, entry)), Some(entities)) = (&name, &entities) else {
+                        return Err(A::Error::custom(
+                            "a sparse set's rows come after its component and entities",
+                        ));
+                    };
+                    column = Some(map.next_value_seed(self.rows(*id, *entry, entities.len()))?);
+                }
+                "component" | "entities" | "rows" => {
+                    return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                other => return Err(A::Error::unknown_field(other, SPARSE_FIELDS)),
+            }
+        }
+        let (name, id, _) = name.ok_or_else(|| A::Error::missing_field("component"))?;
+        let entities = entities.ok_or_else(|| A::Error::missing_field("entities"))?;
+        let column = column.ok_or_else(|| A::Error::missing_field("rows"))?;
+        Ok(SavedSparse {
+            name,
+            id,
+            entities,
+            column,
+        })
     }
 }
 

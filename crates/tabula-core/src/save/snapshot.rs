@@ -12,10 +12,11 @@ use crate::component::{Component, ComponentId};
 use crate::dynamic::Ptr;
 use crate::entity::GENERATION_MASK;
 use crate::entity::{AllocatorState, LaneHolder};
+use crate::storage::{SparseSet, Table};
 use crate::world::World;
 
 /// The version of the save format [`WorldSnapshot`] writes.
-pub const SAVE_FORMAT: u32 = 2;
+pub const SAVE_FORMAT: u32 = 3;
 
 /// Why a world cannot be saved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,15 +31,6 @@ pub enum SaveError {
     /// Ids were reserved (by `World::reserve_entity` or commands) and not yet made into
     /// entities.
     UnflushedReservations,
-    /// An entity to save holds a component stored in a sparse set
-    /// ([`sparse_set`](crate::ComponentRegistration::sparse_set)), which saves do not cover
-    /// yet: refused rather than silently left out.
-    SparseComponent {
-        /// The component's name.
-        component: &'static str,
-        /// How many entities to save hold it.
-        entities: usize,
-    },
 }
 
 impl fmt::Display for SaveError {
@@ -50,12 +42,6 @@ impl fmt::Display for SaveError {
                  for save and load; call World::register_serde::<{component}>(\"a stable name\") \
                  (every component of every archetype, empty ones included, is saved so that a \
                  loaded world creates archetypes in the same order)"
-            ),
-            Self::SparseComponent { component, entities } => write!(
-                f,
-                "cannot save: component {component} (held by {entities} entities to save) is stored \
-                 in a sparse set, which saves do not cover yet; store it in the archetype tables \
-                 (the default) to save it"
             ),
             Self::UnflushedReservations => f.write_str(
                 "cannot save: entity ids are reserved and not yet spawned; call World::flush \
@@ -76,6 +62,9 @@ pub struct WorldSnapshot<'w> {
     /// are saved (a subset save writes some archetypes for their order alone).
     archetypes: Vec<(&'w Archetype, Vec<SerdeEntry>, bool)>,
     resources: Vec<ResourceEntry>,
+    /// Per sparse set held by a saved entity, in component id order: its entry and the dense
+    /// rows saved (every row, or those of saved entities, in dense order).
+    sparse: Vec<(&'w SparseSet, SerdeEntry, Vec<usize>)>,
 }
 
 impl fmt::Debug for WorldSnapshot<'_> {
@@ -95,12 +84,16 @@ impl World {
     /// slots, every reservation lane with its block and holder), and every archetype in
     /// creation order with its components' stable names and its rows in row order (entity,
     /// `added` and `changed` ticks, and the values through the registered serde functions).
+    /// Each [sparse-set](crate::ComponentRegistration::sparse_set) component held by some
+    /// entity is written as its set: the holders in the set's dense order, each with its
+    /// ticks and value, so a load rebuilds the set in that order.
     ///
     /// Every component of every archetype must be registered with
     /// [`register_serde`](Self::register_serde) — empty archetypes included, because a loaded
     /// world recreates them to create later archetypes in the same order (and so visit rows
     /// in the same order). A component that is not is an error naming it, never a silent
-    /// gap in the save. Resources registered with
+    /// gap in the save; so must every sparse component some entity holds. Resources
+    /// registered with
     /// [`register_serde_resource`](Self::register_serde_resource) are saved when present,
     /// with their ticks; others are left out.
     ///
@@ -124,7 +117,8 @@ impl World {
     /// ```
     ///
     /// # Errors
-    /// [`SaveError::Unregistered`] naming the first component not registered for serde;
+    /// [`SaveError::Unregistered`] naming the first component (of an archetype, or sparse
+    /// and held) not registered for serde;
     /// [`SaveError::UnflushedReservations`] while reserved ids wait for a
     /// [`flush`](Self::flush).
     pub fn snapshot(&self) -> Result<WorldSnapshot<'_>, SaveError> {
@@ -137,7 +131,9 @@ impl World {
     /// the free list (with their generation moved on, or retired), the archetypes holding
     /// `M` are written with their rows, and the others are left out (only the archetype a
     /// fresh world starts with is written, empty). Only components of archetypes holding
-    /// `M` must be registered for serde.
+    /// `M`, and sparse components those entities hold, must be registered for serde; a
+    /// sparse set is written with the saved holders alone, in their dense order (a load
+    /// makes that the set's order).
     ///
     /// An [`Entity`](crate::Entity) held by a saved component that names an entity left
     /// out of the save *dangles*: after a load into a fresh world ([`load`](Self::load)) it
@@ -205,24 +201,33 @@ impl World {
                 }
             }
         }
+        // A sparse value is saved with its holder: every one in a full save, those of the
+        // entities in saved archetypes (in dense order) in a subset save.
+        let mut sparse = Vec::new();
         for (id, set) in self.sparse.iter() {
-            let held = (set.entities().iter())
-                .filter(|&&entity| {
-                    let location = self
-                        .entities()
-                        .get(entity)
-                        .expect("a sparse value's entity is alive");
-                    self.archetypes()
-                        .nth(location.archetype.index())
-                        .is_some_and(saved)
-                })
-                .count();
-            if held > 0 {
-                return Err(SaveError::SparseComponent {
-                    component: self.components().info(id).name(),
-                    entities: held,
-                });
+            let rows: Vec<usize> = match marker {
+                None => (0..set.entities().len()).collect(),
+                Some(_) => (set.entities().iter().enumerate())
+                    .filter(|&(_, &entity)| {
+                        let location = self
+                            .entities()
+                            .get(entity)
+                            .expect("a sparse value's entity is alive");
+                        self.archetypes()
+                            .nth(location.archetype.index())
+                            .is_some_and(saved)
+                    })
+                    .map(|(row, _)| row)
+                    .collect(),
+            };
+            if rows.is_empty() {
+                continue;
             }
+            let entry = self.serde.get(id).copied().ok_or(SaveError::Unregistered {
+                component: self.components().info(id).name(),
+                entities: rows.len(),
+            })?;
+            sparse.push((set, entry, rows));
         }
         let archetypes = (self.archetypes().enumerate())
             .filter(|&(a, archetype)| a == 0 || saved(archetype))
@@ -250,6 +255,7 @@ impl World {
             entities,
             archetypes,
             resources,
+            sparse,
         })
     }
 }
@@ -257,7 +263,7 @@ impl World {
 impl Serialize for WorldSnapshot<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (change_tick, last_change_tick, next_check_tick) = self.world.clock();
-        let mut world = serializer.serialize_struct("World", 8)?;
+        let mut world = serializer.serialize_struct("World", 9)?;
         world.serialize_field("format", &SAVE_FORMAT)?;
         world.serialize_field("tag", &self.world.tag())?;
         world.serialize_field("change_tick", &change_tick)?;
@@ -279,6 +285,14 @@ impl Serialize for WorldSnapshot<'_> {
             entry,
         }));
         world.serialize_field("resources", &resources)?;
+        let now = Tick::new(change_tick as u32);
+        let sparse = Seq((self.sparse.iter()).map(|(set, entry, rows)| SparseRows {
+            set,
+            entry,
+            rows,
+            now,
+        }));
+        world.serialize_field("sparse", &sparse)?;
         world.end()
     }
 }
@@ -356,9 +370,9 @@ impl Serialize for ArchetypeRows<'_> {
         let entities = if self.rows { archetype.entities() } else { &[] };
         out.serialize_field("entities", &Seq(entities.iter().map(|e| e.to_bits())))?;
         let columns = Seq((0..self.entries.len()).map(|column| Column {
-            archetype,
+            table: &archetype.table,
             column,
-            rows: entities.len(),
+            rows: Rows::First(entities.len()),
             entry: &self.entries[column],
             now: self.now,
         }));
@@ -367,25 +381,70 @@ impl Serialize for ArchetypeRows<'_> {
     }
 }
 
+/// One sparse set: `component` (its name), `entities` (in dense order), `rows`.
+#[derive(Clone, Copy)]
+struct SparseRows<'a> {
+    set: &'a SparseSet,
+    entry: &'a SerdeEntry,
+    /// The dense rows saved, in dense order.
+    rows: &'a [usize],
+    now: Tick,
+}
+
+impl Serialize for SparseRows<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entities = self.set.entities();
+        let mut out = serializer.serialize_struct("SparseSet", 3)?;
+        out.serialize_field("component", self.entry.name)?;
+        out.serialize_field(
+            "entities",
+            &Seq(self.rows.iter().map(|&row| entities[row].to_bits())),
+        )?;
+        let column = Column {
+            table: self.set.table(),
+            column: 0,
+            rows: Rows::Some(self.rows),
+            entry: self.entry,
+            now: self.now,
+        };
+        out.serialize_field("rows", &column)?;
+        out.end()
+    }
+}
+
+/// Which rows of a column are saved.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// The first `n`.
+    First(usize),
+    /// These, in this order.
+    Some(&'a [usize]),
+}
+
 /// One column: per row, `[added, changed, value]`.
 #[derive(Clone, Copy)]
 struct Column<'a> {
-    archetype: &'a Archetype,
+    table: &'a Table,
     column: usize,
-    /// How many rows are saved: all, or none.
-    rows: usize,
+    rows: Rows<'a>,
     entry: &'a SerdeEntry,
     now: Tick,
 }
 
 impl Serialize for Column<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let column = self.archetype.table.column(self.column);
-        let rows = self.rows;
-        let mut seq = serializer.serialize_seq(Some(rows))?;
-        for row in 0..rows {
-            // SAFETY: `row` is below the table's length, so it holds a written value and
-            // ticks; the snapshot borrows the world, so nothing writes the column meanwhile.
+        let column = self.table.column(self.column);
+        let (count, listed) = match self.rows {
+            Rows::First(n) => (n, None),
+            Rows::Some(rows) => (rows.len(), Some(rows)),
+        };
+        let mut seq = serializer.serialize_seq(Some(count))?;
+        for i in 0..count {
+            let row = listed.map_or(i, |rows| rows[i]);
+            assert!(row < self.table.len(), "a saved row is a live row of its table");
+            // SAFETY: `row` is below the table's length (asserted), so it holds a written
+            // value and ticks; the snapshot borrows the world, so nothing writes the column
+            // meanwhile.
             let (ptr, added, changed) = unsafe {
                 (
                     column.ptr(row),

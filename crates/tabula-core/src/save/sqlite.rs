@@ -170,11 +170,13 @@ impl World {
     /// * One table per registered component type, named as the component (unless that name is
     ///   taken by the tables above, by another component differing only in case, or starts
     ///   with `sqlite_`: then a suffix is added — `components` says which), with an `entity`
-    ///   column (the entity's `id`) and one column per field.
+    ///   column (the entity's `id`) and one column per field. A sparse-set component's table
+    ///   is the same (a row per holder).
     /// * `tabula_world (meta)`: one row, the rest of a save as JSON — the world tag, the change
     ///   clock, the entity allocator's whole state (free list, retired slots, lanes), each
-    ///   archetype's component names, the resources — so that an import restores ids and the
-    ///   allocator exactly.
+    ///   archetype's component names, each sparse set's holders in dense order, the
+    ///   resources — so that an import restores ids, the allocator and the sets' order
+    ///   exactly.
     ///
     /// # Columns
     ///
@@ -266,6 +268,16 @@ impl World {
             })
             .collect();
         meta.insert("archetypes".to_owned(), Json::from(archetypes));
+        // Each sparse set's holders in dense order (the values go to the component's table).
+        let sparse: Vec<Json> = (self.sparse.iter())
+            .filter(|(_, set)| !set.entities().is_empty())
+            .map(|(id, set)| {
+                let name = self.serde.get(id).expect("checked by snapshot").name;
+                let holders: Vec<u64> = set.entities().iter().map(|e| e.to_bits()).collect();
+                Json::from(vec![Json::from(name), Json::from(holders)])
+            })
+            .collect();
+        meta.insert("sparse".to_owned(), Json::from(sparse));
         Ok(Json::Object(meta))
     }
 
@@ -282,8 +294,15 @@ impl World {
         let mut insert = None;
         let mut row: Vec<(Name, SqlValue)> = Vec::new();
         let mut params: Vec<SqlValue> = Vec::new();
-        for archetype in self.archetypes().filter(|a| a.component_ids().contains(&id)) {
-            for &entity in archetype.entities() {
+        let holders: Vec<Entity> = match self.sparse.get(id) {
+            Some(set) => set.entities().to_vec(),
+            None => (self.archetypes())
+                .filter(|a| a.component_ids().contains(&id))
+                .flat_map(|a| a.entities().iter().copied())
+                .collect(),
+        };
+        {
+            for entity in holders {
                 let value_error = |message: String| SqliteError::Value {
                     component: name,
                     entity,
@@ -377,10 +396,21 @@ struct ArchetypeRows {
     columns: Vec<(String, Vec<String>, Vec<Vec<SqlValue>>)>,
 }
 
+/// One sparse set as read from the database: its component, its holders in the saved
+/// dense order, and the table, its value columns and a row per holder.
+struct SparseRows {
+    name: String,
+    entities: Vec<u64>,
+    table: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<SqlValue>>,
+}
+
 /// What an import reads before it touches the world.
 struct Read {
     meta: serde_json::Map<String, Json>,
     archetypes: Vec<ArchetypeRows>,
+    sparse: Vec<SparseRows>,
     tick: u32,
 }
 
@@ -613,6 +643,35 @@ impl World {
                 columns,
             });
         }
+        let sparse_names: Vec<(String, Vec<u64>)> = (meta.get("sparse").cloned())
+            .and_then(|a| serde_json::from_value(a).ok())
+            .ok_or_else(|| invalid("tabula_world.meta has no list of sparse sets' holders"))?;
+        let mut sparse = Vec::with_capacity(sparse_names.len());
+        for (name, entities) in sparse_names {
+            let table = tables.get(&name).ok_or_else(|| {
+                invalid(format!(
+                    "the sparse set of component \"{name}\" is not listed by components"
+                ))
+            })?;
+            let (columns, rows) = rows_of.get_mut(&name).expect("read above");
+            let values = (entities.iter())
+                .map(|&bits| {
+                    rows.remove(&bits).ok_or_else(|| {
+                        invalid(format!(
+                            "entity {} holds sparse component \"{name}\" and has no row in table {table}",
+                            show(bits)
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            sparse.push(SparseRows {
+                table: table.clone(),
+                columns: columns.clone(),
+                name,
+                entities,
+                rows: values,
+            });
+        }
         for (name, (_, rows)) in &rows_of {
             if let Some(&bits) = rows.keys().next() {
                 return Err(invalid(format!(
@@ -626,6 +685,7 @@ impl World {
         Ok(Read {
             meta,
             archetypes,
+            sparse,
             tick,
         })
     }
@@ -731,11 +791,12 @@ impl<'de> Deserializer<'de> for SaveDe<'de> {
     type Error = Message;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
-        let fields = (self.read.meta.iter()).filter(|(key, _)| *key != "archetypes");
+        let fields = (self.read.meta.iter()).filter(|(key, _)| *key != "archetypes" && *key != "sparse");
         visitor.visit_map(SaveMap {
             fields: Box::new(fields),
             next: None,
             archetypes: Some(&self.read.archetypes),
+            sparse: Some(&self.read.sparse),
             tick: self.read.tick,
         })
     }
@@ -750,10 +811,17 @@ type Fields<'a> = Box<dyn Iterator<Item = (&'a String, &'a Json)> + 'a>;
 
 struct SaveMap<'a> {
     fields: Fields<'a>,
-    /// The value of the key just read: a meta field, or (`None`) the archetypes.
-    next: Option<Option<&'a Json>>,
+    /// The value of the key just read: a meta field, the archetypes or the sparse sets.
+    next: Option<Next<'a>>,
     archetypes: Option<&'a [ArchetypeRows]>,
+    sparse: Option<&'a [SparseRows]>,
     tick: u32,
+}
+
+enum Next<'a> {
+    Meta(&'a Json),
+    Archetypes,
+    Sparse,
 }
 
 impl<'de> MapAccess<'de> for SaveMap<'de> {
@@ -761,13 +829,19 @@ impl<'de> MapAccess<'de> for SaveMap<'de> {
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Message> {
         if let Some((key, value)) = self.fields.next() {
-            self.next = Some(Some(value));
+            self.next = Some(Next::Meta(value));
             return seed.deserialize(StrDeserializer::<Message>::new(key)).map(Some);
         }
         if self.archetypes.is_some() {
-            self.next = Some(None);
+            self.next = Some(Next::Archetypes);
             return seed
                 .deserialize(StrDeserializer::<Message>::new("archetypes"))
+                .map(Some);
+        }
+        if self.sparse.is_some() {
+            self.next = Some(Next::Sparse);
+            return seed
+                .deserialize(StrDeserializer::<Message>::new("sparse"))
                 .map(Some);
         }
         Ok(None)
@@ -775,9 +849,82 @@ impl<'de> MapAccess<'de> for SaveMap<'de> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Message> {
         match self.next.take().expect("a key first") {
-            Some(json) => seed.deserialize(json).map_err(json_error),
-            None => seed.deserialize(Archetypes {
+            Next::Meta(json) => seed.deserialize(json).map_err(json_error),
+            Next::Archetypes => seed.deserialize(Archetypes {
                 archetypes: self.archetypes.take().expect("once"),
+                tick: self.tick,
+            }),
+            Next::Sparse => {
+                let tick = self.tick;
+                let sets = self.sparse.take().expect("once");
+                seed.deserialize(SeqDeserializer::new(
+                    sets.iter().map(move |set| OneSparse { set, tick }),
+                ))
+            }
+        }
+    }
+}
+
+/// One sparse set: `{ component, entities, rows }`.
+struct OneSparse<'a> {
+    set: &'a SparseRows,
+    tick: u32,
+}
+
+impl<'de> IntoDeserializer<'de, Message> for OneSparse<'de> {
+    type Deserializer = Self;
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for OneSparse<'de> {
+    type Error = Message;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Message> {
+        visitor.visit_map(SparseMap {
+            set: self.set,
+            tick: self.tick,
+            field: 0,
+        })
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct SparseMap<'a> {
+    set: &'a SparseRows,
+    tick: u32,
+    /// 1 after `component`, 2 after `entities`, 3 after `rows`.
+    field: u8,
+}
+
+const SPARSE_FIELDS: [&str; 3] = ["component", "entities", "rows"];
+
+impl<'de> MapAccess<'de> for SparseMap<'de> {
+    type Error = Message;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Message> {
+        let Some(key) = SPARSE_FIELDS.get(usize::from(self.field)) else {
+            return Ok(None);
+        };
+        self.field += 1;
+        seed.deserialize(StrDeserializer::<Message>::new(key)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Message> {
+        let set = self.set;
+        match self.field {
+            1 => seed.deserialize(StrDeserializer::<Message>::new(&set.name)),
+            2 => seed.deserialize(SeqDeserializer::new(set.entities.iter().copied())),
+            _ => seed.deserialize(Column {
+                table: &set.table,
+                names: &set.columns,
+                rows: &set.rows,
+                entities: &set.entities,
                 tick: self.tick,
             }),
         }
@@ -1720,7 +1867,7 @@ impl ser::SerializeStruct for MetaStruct {
         key: &'static str,
         value: &T,
     ) -> Result<(), Message> {
-        if key != "archetypes" {
+        if key != "archetypes" && key != "sparse" {
             let value = serde_json::to_value(value).map_err(json_error)?;
             self.0.insert(key.to_owned(), value);
         }

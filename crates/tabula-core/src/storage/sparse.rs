@@ -230,3 +230,14 @@ impl SparseSets {
             .collect()
     }
 }
+
+/// What a load needs beyond the structural paths (`save/load.rs`).
+#[cfg(feature = "serde")]
+impl SparseSet {
+    /// Makes room for `additional` more values, so that as many
+    /// [`push_uninit`](Self::push_uninit) calls do not grow the dense table (the `sparse`
+    /// array may still grow, for entity indices past its end).
+    pub(crate) fn reserve_for_load(&mut self, additional: usize) {
+        self.dense.reserve(additional);
+    }
+}
