@@ -462,3 +462,45 @@ fn sparse_components_export_and_import() {
     );
     assert!(refused.is_empty());
 }
+
+/// A dynamic component saved as bytes (`register_serde_bytes`): a `BLOB` column `value`.
+#[test]
+fn dynamic_components_export_as_blobs_and_import() {
+    use std::alloc::Layout;
+    use tabula::{ComponentDescriptor, OwningPtr};
+    let registered = || {
+        let mut world = World::new();
+        // SAFETY: plain bytes, no drop.
+        let hp = world
+            .register_component_with_descriptor(unsafe {
+                ComponentDescriptor::new("Hp", Layout::new::<u32>(), None)
+            })
+            .unwrap();
+        // SAFETY: `Hp` values are `u32`s: no padding, any 4 bytes a value.
+        unsafe { world.register_serde_bytes(hp, "Hp") };
+        (world, hp)
+    };
+    let (mut world, hp) = registered();
+    let e = world.spawn(());
+    // SAFETY: a `u32`, of `hp`'s layout.
+    OwningPtr::make(0x0102_0304u32, |value| unsafe {
+        world.insert_by_id(e, hp, value)
+    })
+    .unwrap();
+    let db = exported(&world);
+    let blobs: Vec<Vec<u8>> = query(&db, "SELECT value FROM Hp");
+    assert_eq!(blobs, [0x0102_0304u32.to_ne_bytes().to_vec()]);
+
+    let (mut loaded, hp) = registered();
+    loaded.import_sqlite(&db).unwrap();
+    let ptr = loaded.get_by_id(e, hp).unwrap();
+    // SAFETY: `hp` holds `u32`s.
+    let value = unsafe { *ptr.deref::<u32>() };
+    assert_eq!(value, 0x0102_0304);
+
+    db.execute("UPDATE Hp SET value = x'0102'", []).unwrap();
+    let (mut refused, _) = registered();
+    let error = refused.import_sqlite(&db).unwrap_err().to_string();
+    assert!(error.contains("expected 4 bytes"), "{error}");
+    assert!(refused.is_empty());
+}

@@ -7,7 +7,9 @@
 //! name and two type-erased functions made for the component's own type: one that lends a
 //! value as an `erased_serde::Serialize`, and one that deserialises a value into memory laid
 //! out for it. Any serde format works (JSON for people, a compact binary for speed), because
-//! the erased functions take the format as a trait object.
+//! the erased functions take the format as a trait object. A dynamic component, which has no
+//! Rust type, opts in as plain bytes
+//! ([`World::register_serde_bytes`](crate::World::register_serde_bytes)).
 
 mod load;
 mod map;

@@ -814,7 +814,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed {
         // SAFETY: `out` is the staging column's next row: allocated (`reserve_one`), aligned
         // for the component and holding nothing; `entry` is that component's, so its
         // function writes a value of the column's type.
-        unsafe { (self.entry.deserialize)(&mut erased, self.out) }.map_err(de::Error::custom)
+        unsafe { (self.entry.deserialize)(&mut erased, self.out, self.entry.size) }.map_err(de::Error::custom)
     }
 }
 

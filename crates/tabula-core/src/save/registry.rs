@@ -11,19 +11,38 @@ use crate::world::World;
 
 use super::map::{EntityMapper, MapEntities};
 
-/// Lends the value behind a pointer as a serialisable trait object.
+/// Lends the value behind a pointer as something serialisable; the second argument is the
+/// component's size (used by the bytes codec, which has no type).
 ///
 /// # Safety
-/// The pointer points at a value of the type the function was made for.
-pub(crate) type SerializeFn = for<'a> unsafe fn(Ptr<'a>) -> &'a dyn erased_serde::Serialize;
+/// The pointer points at a value of the type the function was made for (of that size).
+pub(crate) type SerializeFn = for<'a> unsafe fn(Ptr<'a>, usize) -> Lent<'a>;
 
-/// Deserialises one value and writes it to a pointer, returning `Ok` only once it is written.
+/// Deserialises one value and writes it to a pointer, returning `Ok` only once it is written;
+/// the last argument is the component's size.
 ///
 /// # Safety
-/// The pointer is valid for writes of the type the function was made for, and aligned for
-/// it; whatever it held is overwritten without being dropped.
+/// The pointer is valid for writes of the type the function was made for (of that size),
+/// and aligned for it; whatever it held is overwritten without being dropped.
 pub(crate) type DeserializeFn =
-    unsafe fn(&mut dyn erased_serde::Deserializer<'_>, *mut u8) -> Result<(), erased_serde::Error>;
+    unsafe fn(&mut dyn erased_serde::Deserializer<'_>, *mut u8, usize) -> Result<(), erased_serde::Error>;
+
+/// A component value lent for serialising: a typed value through its `Serialize`, or the
+/// bytes of a component registered with [`World::register_serde_bytes`].
+#[derive(Clone, Copy)]
+pub(crate) enum Lent<'a> {
+    Value(&'a dyn erased_serde::Serialize),
+    Bytes(&'a [u8]),
+}
+
+impl Serialize for Lent<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Self::Value(value) => erased_serde::serialize(value, serializer),
+            Self::Bytes(bytes) => serializer.serialize_bytes(bytes),
+        }
+    }
+}
 
 /// Rewrites the entities held by the value behind a pointer.
 ///
@@ -45,10 +64,10 @@ unsafe fn map_erased<T: MapEntities>(value: *mut u8, mapper: &mut dyn EntityMapp
 ///
 /// # Safety
 /// As [`SerializeFn`], for `T`.
-unsafe fn serialize_erased<T: Serialize + 'static>(ptr: Ptr<'_>) -> &'_ dyn erased_serde::Serialize {
+unsafe fn serialize_erased<T: Serialize + 'static>(ptr: Ptr<'_>, _size: usize) -> Lent<'_> {
     // SAFETY: the caller's contract: the value is a `T` (a `Ptr` keeps it valid and unwritten
     // for its lifetime).
-    unsafe { ptr.deref::<T>() }
+    Lent::Value(unsafe { ptr.deref::<T>() })
 }
 
 /// [`DeserializeFn`] for `T`.
@@ -58,6 +77,7 @@ unsafe fn serialize_erased<T: Serialize + 'static>(ptr: Ptr<'_>) -> &'_ dyn eras
 unsafe fn deserialize_erased<T: DeserializeOwned>(
     deserializer: &mut dyn erased_serde::Deserializer<'_>,
     out: *mut u8,
+    _size: usize,
 ) -> Result<(), erased_serde::Error> {
     let value: T = erased_serde::deserialize(deserializer)?;
     // SAFETY: the caller's contract: `out` is valid and aligned for a `T`.
@@ -65,10 +85,64 @@ unsafe fn deserialize_erased<T: DeserializeOwned>(
     Ok(())
 }
 
+/// [`SerializeFn`] of the bytes codec.
+///
+/// # Safety
+/// As [`SerializeFn`]; the component was registered with
+/// [`World::register_serde_bytes`], whose contract makes all `size` bytes initialised.
+unsafe fn serialize_bytes(ptr: Ptr<'_>, size: usize) -> Lent<'_> {
+    // SAFETY: the value behind `ptr` is `size` bytes, all initialised (the registration's
+    // contract), and `Ptr` keeps them valid and unwritten for its lifetime.
+    Lent::Bytes(unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size) })
+}
+
+/// [`DeserializeFn`] of the bytes codec: exactly `size` bytes, as a byte string or a
+/// sequence of `u8`s (JSON writes bytes as an array of numbers).
+///
+/// # Safety
+/// As [`DeserializeFn`]; any `size` bytes are a valid value of the component
+/// ([`World::register_serde_bytes`]'s contract).
+unsafe fn deserialize_bytes(
+    deserializer: &mut dyn erased_serde::Deserializer<'_>,
+    out: *mut u8,
+    size: usize,
+) -> Result<(), erased_serde::Error> {
+    struct Bytes(usize);
+    impl<'de> serde::de::Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{} bytes", self.0)
+        }
+        fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(bytes.to_vec())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut bytes = Vec::with_capacity(self.0);
+            while let Some(byte) = seq.next_element::<u8>()? {
+                if bytes.len() == self.0 {
+                    return Err(serde::de::Error::invalid_length(self.0 + 1, &self));
+                }
+                bytes.push(byte);
+            }
+            Ok(bytes)
+        }
+    }
+    let bytes = serde::Deserializer::deserialize_bytes(deserializer, Bytes(size))?;
+    if bytes.len() != size {
+        return Err(serde::de::Error::invalid_length(bytes.len(), &Bytes(size)));
+    }
+    // SAFETY: the caller's contract: `out` is valid for `size` bytes of writes; the bytes
+    // are a fresh vector, not overlapping it.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out, size) };
+    Ok(())
+}
+
 /// One component's entry: its stable name and its serde functions.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SerdeEntry {
     pub(crate) name: &'static str,
+    /// The component's size, for the functions (the bytes codec needs it).
+    pub(crate) size: usize,
     pub(crate) serialize: SerializeFn,
     pub(crate) deserialize: DeserializeFn,
     /// For a type registered with `register_serde_mapped`: rewrites its entities.
@@ -299,38 +373,128 @@ impl World {
         map: Option<MapFn>,
     ) -> ComponentId {
         let id = self.component_id_or_register::<T>();
+        let call = format!("register_serde::<{}>(\"{name}\")", type_name::<T>());
+        self.set_serde_entry(
+            id,
+            &call,
+            name,
+            serialize_erased::<T>,
+            deserialize_erased::<T>,
+            map,
+        );
+        id
+    }
+
+    /// Registers component `id` — typically a dynamic one
+    /// ([`register_component_with_descriptor`](Self::register_component_with_descriptor)),
+    /// which has no Rust type to serde through — for save and load under the stable `name`,
+    /// saved as its raw bytes: a byte string in formats that have one (postcard), an array of
+    /// numbers in JSON. A load checks each value has exactly the component's size. Inspect
+    /// and the SQLite export (a `BLOB` column `value`) treat it the same way. Registering
+    /// the same id under the same name again does nothing.
+    ///
+    /// ```
+    /// use std::alloc::Layout;
+    /// use tabula::{ComponentDescriptor, OwningPtr, World};
+    ///
+    /// fn registered() -> (World, tabula::ComponentId) {
+    ///     let mut world = World::new();
+    ///     // SAFETY: plain bytes, no drop.
+    ///     let hp = world
+    ///         .register_component_with_descriptor(unsafe {
+    ///             ComponentDescriptor::new("Hp", Layout::new::<u32>(), None)
+    ///         })
+    ///         .unwrap();
+    ///     // SAFETY: `Hp` values are `u32`s: no padding, and any 4 bytes are a `u32`.
+    ///     unsafe { world.register_serde_bytes(hp, "Hp") };
+    ///     (world, hp)
+    /// }
+    ///
+    /// let (mut world, hp) = registered();
+    /// let e = world.spawn(());
+    /// // SAFETY: the value is a `u32`, of `hp`'s layout.
+    /// OwningPtr::make(30u32, |value| unsafe { world.insert_by_id(e, hp, value) })?;
+    /// let json = serde_json::to_string(&world.snapshot()?)?;
+    ///
+    /// let (mut loaded, hp) = registered();
+    /// loaded.load(&mut serde_json::Deserializer::from_str(&json))?;
+    /// // SAFETY: `hp` holds `u32`s.
+    /// assert_eq!(unsafe { *loaded.get_by_id(e, hp)?.deref::<u32>() }, 30);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Safety
+    /// Every value of component `id` is plain bytes: all of its bytes are initialised (no
+    /// padding, no `MaybeUninit`), and any sequence of that many bytes is a valid value (a
+    /// load writes whatever the save holds; no pointer, reference, `bool`, `char`, enum
+    /// discriminant or other type with invalid bit patterns, and nothing whose meaning is
+    /// tied to this process, like an address). An [`Entity`](crate::Entity) inside is saved
+    /// as its bits and is not remapped by [`load_remapped`](Self::load_remapped).
+    ///
+    /// # Panics
+    /// When `id` is not a component of this world, when the component has a drop function
+    /// (a type that owns something is not plain bytes), or for a name clash as
+    /// [`register_serde`](Self::register_serde).
+    #[track_caller]
+    pub unsafe fn register_serde_bytes(&mut self, id: ComponentId, name: &'static str) {
+        assert!(
+            id.index() < self.components().len(),
+            "register_serde_bytes(\"{name}\"): {id:?} is not a component of this world"
+        );
+        let info = self.components().info(id);
+        assert!(
+            info.drop_fn().is_none(),
+            "register_serde_bytes(\"{name}\"): component {} has a drop function, so its values \
+             own something and are not plain bytes; give it a Rust type and use register_serde",
+            info.name()
+        );
+        let call = format!("register_serde_bytes(\"{name}\") of component {}", info.name());
+        self.set_serde_entry(id, &call, name, serialize_bytes, deserialize_bytes, None);
+    }
+
+    /// Records component `id`'s serde entry under `name`, refusing a name clash (`call` says
+    /// which registration, in the message).
+    #[track_caller]
+    fn set_serde_entry(
+        &mut self,
+        id: ComponentId,
+        call: &str,
+        name: &'static str,
+        serialize: SerializeFn,
+        deserialize: DeserializeFn,
+        map: Option<MapFn>,
+    ) {
+        let size = self.components().info(id).layout().size();
         let registry = &mut self.serde;
         if let Some(&taken) = registry.by_name.get(name)
             && taken != id
         {
             panic!(
-                "register_serde::<{}>(\"{name}\"): the name \"{name}\" already belongs to component {}; \
-                 give each saved component its own name",
-                type_name::<T>(),
+                "{call}: the name \"{name}\" already belongs to component {}; give each saved \
+                 component its own name",
                 self.components().info(taken).name()
             );
         }
         if let Some(entry) = registry.get(id) {
             assert!(
                 entry.name == name,
-                "register_serde::<{}>(\"{name}\"): the type is already registered as \"{}\"; a saved \
-                 component has one name (keep the first, or register the new name before any save)",
-                type_name::<T>(),
+                "{call}: the component is already registered as \"{}\"; a saved component has one \
+                 name (keep the first, or register the new name before any save)",
                 entry.name
             );
-            return id;
+            return;
         }
         if registry.by_id.len() <= id.index() {
             registry.by_id.resize(id.index() + 1, None);
         }
         registry.by_id[id.index()] = Some(SerdeEntry {
             name,
-            serialize: serialize_erased::<T>,
-            deserialize: deserialize_erased::<T>,
+            size,
+            serialize,
+            deserialize,
             map,
         });
         registry.by_name.insert(name, id);
-        id
     }
 
     /// The component registered for save and load under `name`

@@ -458,7 +458,7 @@ impl Serialize for Column<'_> {
             let ptr = unsafe { Ptr::new(std::ptr::NonNull::new_unchecked(ptr)) };
             // SAFETY: `entry` is this column's component's (looked up by its id), so its
             // function was made for the column's type.
-            let value = unsafe { (self.entry.serialize)(ptr) };
+            let value = unsafe { (self.entry.serialize)(ptr, self.entry.size) };
             seq.serialize_element(&(added.get(), changed.get(), value))
                 .map_err(|e| S::Error::custom(format_args!("component {}: {e}", self.entry.name)))?;
         }

@@ -313,9 +313,9 @@ impl World {
                     .map_err(|e| value_error(e.to_string()))?;
                 // SAFETY: `entry` is component `id`'s, so its function was made for the
                 // type `ptr` points at; `&self` keeps the value unwritten meanwhile.
-                let value = unsafe { (entry.serialize)(ptr) };
+                let value = unsafe { (entry.serialize)(ptr, entry.size) };
                 row.clear();
-                flatten(value, &mut row).map_err(|e| value_error(e.0))?;
+                flatten(&value, &mut row).map_err(|e| value_error(e.0))?;
                 let names = schema.get_or_insert_with(|| row.iter().map(|(n, _)| n.clone()).collect());
                 if names.len() != row.len() || names.iter().zip(&row).any(|(n, (m, _))| n != m) {
                     return Err(value_error(format!(
