@@ -571,3 +571,55 @@ fn a_sparse_insert_batch_with_a_dead_entity_changes_nothing() {
         assert!(!world.has::<Stunned>(a), "{storage:?}: nothing inserted");
     }
 }
+
+#[test]
+fn replacing_a_value_drops_the_old_one_once_and_marks_it_changed_on_every_path() {
+    for storage in BOTH {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counted = |n| Counted(Arc::clone(&drops), n);
+        let mut world = world_with::<Counted>(storage);
+        let id = world.register_component::<Counted>().id();
+        let es: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i),))).collect();
+        for (i, &e) in es.iter().enumerate() {
+            world.insert_one(e, counted(i as u64)).unwrap();
+        }
+        world.clear_trackers();
+        // One field, by type.
+        world.insert_one(es[1], counted(10)).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "{storage:?}: insert_one replaces");
+        // By id.
+        tabula_core::OwningPtr::make(counted(11), |value| {
+            // SAFETY: a `Counted`, component `id`'s type.
+            unsafe { world.insert_by_id(es[1], id, value) }
+        })
+        .unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 2, "{storage:?}: insert_by_id replaces");
+        // A mixed bundle.
+        world.insert(es[1], (counted(12), Vel(1))).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 3, "{storage:?}: a mixed insert replaces");
+        {
+            let value = world.get_mut::<Counted>(es[1]).unwrap();
+            assert!(value.is_changed() && !value.is_added(), "{storage:?}");
+            assert_eq!(value.1, 12, "{storage:?}");
+        }
+        assert!(!world.get_mut::<Counted>(es[0]).unwrap().is_changed(), "{storage:?}");
+        // Removing the first value fills its place with the last; the others keep theirs.
+        let removed = world.remove_one::<Counted>(es[0]).unwrap();
+        assert_eq!(removed.1, 0, "{storage:?}");
+        drop(removed);
+        assert_eq!(world.get::<Counted>(es[1]).unwrap().1, 12, "{storage:?}");
+        assert_eq!(world.get::<Counted>(es[2]).unwrap().1, 2, "{storage:?}");
+        assert_eq!(world.remove_one::<Counted>(es[2]).unwrap().1, 2, "{storage:?}: the last");
+        assert_eq!(
+            world.remove_one::<Counted>(es[2]).unwrap_err(),
+            EntityError::MissingComponent {
+                entity: es[2],
+                component: std::any::type_name::<Counted>(),
+            },
+            "{storage:?}"
+        );
+        assert_eq!(drops.load(Ordering::Relaxed), 5, "{storage:?}");
+        drop(world);
+        assert_eq!(drops.load(Ordering::Relaxed), 6, "{storage:?}: the world drops 12");
+    }
+}

@@ -18,7 +18,9 @@
 //!
 //! The world keeps every set in [`SparseSets`], indexed by component id.
 
-use crate::change::Tick;
+use std::ptr;
+
+use crate::change::{ComponentTicks, Tick};
 use crate::component::{ComponentId, ComponentInfo};
 use crate::entity::Entity;
 
@@ -31,6 +33,9 @@ use super::Table;
 pub(crate) struct SparseSet {
     sparse: Vec<u32>,
     dense: Table,
+    /// The component's size and drop function, for values written by pointer.
+    size: usize,
+    drop: Option<unsafe fn(*mut u8)>,
 }
 
 impl SparseSet {
@@ -39,6 +44,8 @@ impl SparseSet {
         Self {
             sparse: Vec::new(),
             dense: Table::new([info]),
+            size: info.layout().size(),
+            drop: info.drop_fn(),
         }
     }
 
@@ -53,9 +60,12 @@ impl SparseSet {
     pub(crate) fn row_of(&self, entity: Entity) -> Option<usize> {
         let slot = *self.sparse.get(entity.index() as usize)?;
         let row = slot.checked_sub(1)? as usize;
+        // SAFETY: a non-zero slot is some dense row's plus one (the set's invariant), so
+        // `row < len`.
+        let holder = unsafe { self.dense.entities().get_unchecked(row) };
         // A slot is only ever set for the entity of its row, but an older generation of the
         // same index must not find the newer one's value.
-        (self.dense.entities().get(row) == Some(&entity)).then_some(row)
+        (*holder == entity).then_some(row)
     }
 
     /// True when `entity` holds the component.
@@ -87,26 +97,36 @@ impl SparseSet {
     /// `entity` is not in the set; before the set is used again in any other way, and with
     /// no chance of a panic in between, the caller initialises the value (and its ticks) at
     /// the returned row.
-    #[inline]
+    // Always inlined: the body of the one-field insert's fast path.
+    #[inline(always)]
     pub(crate) unsafe fn push_uninit(&mut self, entity: Entity) -> usize {
         debug_assert!(!self.contains(entity));
         let index = entity.index() as usize;
         if self.sparse.len() <= index {
-            self.sparse.resize(index + 1, 0);
+            self.grow_sparse(index);
         }
         // Checked before the push, so that a failing conversion leaves no uninitialised row.
         let slot = u32::try_from(self.dense.len() + 1).expect("a sparse set holds fewer than 2^32 values");
         // SAFETY: the caller's contract is passed on; `push_uninit` grows before recording.
         let row = unsafe { self.dense.push_uninit(entity) };
         debug_assert_eq!(row + 1, slot as usize);
-        self.sparse[index] = slot;
+        // SAFETY: `index < sparse.len()`, made so above.
+        unsafe { *self.sparse.get_unchecked_mut(index) = slot };
         row
     }
 
+    /// Makes the `sparse` array cover entity index `index` (empty slots), at least doubling
+    /// it, so that a run of pushes for rising indices grows it a logarithmic number of times.
+    #[cold]
+    #[inline(never)]
+    fn grow_sparse(&mut self, index: usize) {
+        let len = (index + 1).max(self.sparse.len() * 2);
+        self.sparse.resize(len, 0);
+    }
+
     /// Removes dense `row` by moving the last row into it and fixes the moved entity's slot;
-    /// the removed value sits just past the end, owned by the caller, who must have moved it
-    /// out (read it) before calling, or must drop it with [`drop_past_end`](Self::drop_past_end)
-    /// right after.
+    /// the removed value sits just past the end, owned by the caller, who must drop it right
+    /// after ([`swap_remove_and_drop`](Self::swap_remove_and_drop)).
     ///
     /// # Safety
     /// `row < len`.
@@ -126,14 +146,70 @@ impl SparseSet {
         last
     }
 
-    /// Removes `row`, whose value the caller has already moved out.
+    /// Removes `row`, whose value the caller has already moved out: the last row's value
+    /// and ticks are moved into the hole (one copy, not a swap: the hole holds nothing to
+    /// keep) and the moved entity's slot is fixed.
     ///
     /// # Safety
     /// `row < len`, and its value was read out (it is not dropped here).
-    #[inline]
+    // Always inlined: the body of the one-field removal's fast path.
+    #[inline(always)]
     pub(crate) unsafe fn swap_remove_taken(&mut self, row: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { self.swap_out(row) };
+        let entities = self.dense.entities();
+        let last = entities.len() - 1;
+        // SAFETY: `row <= last < len` (the caller's contract); every dense entity has a
+        // `sparse` slot (the set's invariant).
+        unsafe {
+            let (removed, moved) = (*entities.get_unchecked(row), *entities.get_unchecked(last));
+            // The moved entity's slot first, then the removed one's: for `row == last` they
+            // are the same entity, whose slot must end up empty.
+            *self.sparse.get_unchecked_mut(moved.index() as usize) = (row + 1) as u32;
+            *self.sparse.get_unchecked_mut(removed.index() as usize) = 0;
+        }
+        // SAFETY: `row <= last < len`, `last` is initialised and the value at `row` is owned
+        // by nobody (the caller moved it out); for `row == last` the copy is onto itself.
+        // Then row `last` holds a value moved to `row`, which the shortened table forgets.
+        unsafe {
+            self.dense.column_unchecked_mut(0).refill(row, last);
+            self.dense.forget_last_row(row);
+        }
+    }
+
+    /// Writes the value at `src` as `entity`'s, with change tick `tick`: into a freshly
+    /// pushed row when `entity` lacks the component (`true`: added), else over the old value
+    /// (`false`: replaced), which is swapped into `src` and dropped there once the set holds
+    /// the new one, so that a panicking `Drop` leaves the set consistent.
+    ///
+    /// # Safety
+    /// `src` points at a valid value of the set's component, owned by the caller and given
+    /// up here (its memory is neither read nor dropped by the caller afterwards).
+    pub(crate) unsafe fn write_or_replace(&mut self, entity: Entity, src: *mut u8, tick: Tick) -> bool {
+        let row = self.row_of(entity);
+        let added = row.is_none();
+        // SAFETY: a new row is pushed uninitialised and filled at once (nothing in between
+        // can panic); a live row's initialised value is swapped with `src`'s. Either way the
+        // column stores this component, whose size the column knows.
+        unsafe {
+            let row = match row {
+                Some(row) => row,
+                None => self.push_uninit(entity),
+            };
+            let column = self.dense.column_unchecked_mut(0);
+            let (dst, ticks) = (column.ptr(row), column.ticks_base().add(row));
+            let size = self.size;
+            if added {
+                ptr::copy_nonoverlapping(src, dst, size);
+                ticks.write(ComponentTicks::new(tick));
+            } else {
+                ptr::swap_nonoverlapping(src, dst, size);
+                ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
+                if let Some(drop) = self.drop {
+                    // SAFETY: `src` now holds the replaced value, owned by nobody else.
+                    drop(src);
+                }
+            }
+        }
+        added
     }
 
     /// Removes `row` and drops its value (last, once the set is consistent again).

@@ -33,6 +33,7 @@ use crate::change::{ComponentTicks, Mut, RunTicks, Tick};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::error::EntityError;
+use crate::location::EntityLocation;
 use crate::storage::{SparseSet, Table};
 
 impl World {
@@ -153,22 +154,30 @@ impl World {
     #[inline(never)]
     pub(super) fn spawn_with_sparse<B: Bundle>(&mut self, bundle: B) -> Entity {
         let entity = self.spawn(());
-        self.insert_with_sparse::<B, true>(entity, bundle);
+        let id = self.bundles.id_of::<B>(&mut self.components);
+        self.insert_with_sparse::<B, true>(entity, id, bundle);
         entity
     }
 
-    /// Inserts bundle `B`, which has a sparse field, into live `entity`. With `APPLY`, the
+    /// Inserts bundle `B` (bundle `id`), which has a sparse field, into live `entity`;
+    /// reservations are flushed (the caller's `insert_general` did both). With `APPLY`, the
     /// hooks' commands are applied before it returns.
-    #[inline(never)]
-    pub(super) fn insert_with_sparse<B: Bundle, const APPLY: bool>(&mut self, entity: Entity, bundle: B) {
-        self.flush();
-        let id = self.bundles.id_of::<B>(&mut self.components);
+    ///
+    /// A one-field bundle of a component without hooks (observers and required components
+    /// are hooks too) is the fast path: the flag word is tested once, and the value goes
+    /// straight into the set's column, a new row or over the old value. Safe because with no
+    /// hook nothing else has to see the entity before or after the write.
+    #[inline(always)]
+    pub(super) fn insert_with_sparse<B: Bundle, const APPLY: bool>(
+        &mut self,
+        entity: Entity,
+        id: BundleId,
+        bundle: B,
+    ) {
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
-            let hooked = self.components.info(component).has_hooks(u8::MAX);
-            let present = hooked && self.sparse_contains(component, entity);
-            if present {
-                self.run_hooks(HookKind::Replace, entity, &[component]);
+            if self.components.info(component).has_hooks(u8::MAX) {
+                return self.insert_sparse_hooked::<B, APPLY>(entity, component, bundle);
             }
             let tick = super::tick_now(&mut self.change_tick);
             let set = self
@@ -188,17 +197,55 @@ impl World {
                     }
                 }
             }
-            if hooked {
-                if row.is_none() {
-                    self.run_hooks(HookKind::Add, entity, &[component]);
-                }
-                self.run_hooks(HookKind::Insert, entity, &[component]);
-                if APPLY {
-                    self.apply_hook_commands();
-                }
-            }
             return;
         }
+        self.insert_sparse_mixed::<B, APPLY>(entity, id, bundle);
+    }
+
+    /// [`insert_with_sparse`](Self::insert_with_sparse) of a one-field bundle of sparse
+    /// `component`, which has hooks: `on_replace` (if the entity has it), the write, `on_add`
+    /// (if it did not), `on_insert`.
+    #[cold]
+    #[inline(never)]
+    fn insert_sparse_hooked<B: Bundle, const APPLY: bool>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+        bundle: B,
+    ) {
+        let present = self.sparse_contains(component, entity);
+        if present {
+            self.run_hooks(HookKind::Replace, entity, &[component]);
+        }
+        let tick = super::tick_now(&mut self.change_tick);
+        let set = self
+            .sparse
+            .get_mut(component)
+            .expect("the bundle's one field is sparse");
+        let row = set.row_of(entity);
+        // SAFETY: as in `insert_with_sparse`.
+        unsafe {
+            match row {
+                Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
+                None => {
+                    let row = set.push_uninit(entity);
+                    bundle.write_new(set.table_mut(), &[0], row, tick);
+                }
+            }
+        }
+        if row.is_none() {
+            self.run_hooks(HookKind::Add, entity, &[component]);
+        }
+        self.run_hooks(HookKind::Insert, entity, &[component]);
+        if APPLY {
+            self.apply_hook_commands();
+        }
+    }
+
+    /// [`insert_with_sparse`](Self::insert_with_sparse) of a bundle of several fields.
+    #[cold]
+    #[inline(never)]
+    fn insert_sparse_mixed<B: Bundle, const APPLY: bool>(&mut self, entity: Entity, id: BundleId, bundle: B) {
         {
             let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
             let mut scratch = Scratch::new(self, &fields);
@@ -254,32 +301,16 @@ impl World {
         self.run_sparse_hooks(HookKind::Replace, entity, &present);
         let mut added = ComponentList::new();
         for &(c, i) in &sparse_fields {
-            let size = self.components.info(c).layout().size();
-            let drop = self.components.info(c).drop_fn();
             let set = self.sparse.get_mut(c).expect("a sparse field has a set");
             // SAFETY: column `i` of the scratch holds field `i`'s value at row 0, live (no
-            // earlier step moved it); the set's column stores the same component. It is marked
-            // not live before it leaves: a new row is pushed uninitialised and filled at once;
-            // a replaced value is swapped out into the scratch slot and dropped there, once.
+            // earlier step moved it), of the set's component. It is marked not live before it
+            // is given up to the set, which owns it from then on (a replaced old value is
+            // dropped in the scratch slot by the set, once).
             unsafe {
                 let src = scratch.table.column(i).ptr(0);
                 scratch.live[i].set(false);
-                match set.row_of(entity) {
-                    Some(row) => {
-                        let column = set.table_mut().column_unchecked_mut(0);
-                        ptr::swap_nonoverlapping(src, column.ptr(row), size);
-                        ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
-                        if let Some(drop) = drop {
-                            drop(src);
-                        }
-                    }
-                    None => {
-                        let row = set.push_uninit(entity);
-                        let column = set.table_mut().column_unchecked_mut(0);
-                        ptr::copy_nonoverlapping(src, column.ptr(row), size);
-                        column.ticks_base().add(row).write(ComponentTicks::new(tick));
-                        added.push(c);
-                    }
+                if set.write_or_replace(entity, src, tick) {
+                    added.push(c);
                 }
             }
         }
@@ -288,51 +319,106 @@ impl World {
         self.run_sparse_hooks(HookKind::Insert, entity, &inserted);
     }
 
-    /// Removes bundle `B`, which has a sparse field, from `entity` and returns it. With
-    /// `HOOKS`, the `on_replace` and `on_remove` hooks run first (and their commands after).
-    #[inline(never)]
+    /// Removes bundle `B` (bundle `id`), which has a sparse field, from live `entity` at
+    /// `location` and returns it; reservations are flushed (the caller's `remove_general`
+    /// did all three). With `HOOKS`, the `on_replace` and `on_remove` hooks run first (and
+    /// their commands after).
+    ///
+    /// A one-field bundle of a component without hooks and without a removal log is the
+    /// fast path: the flag word is tested once, and the value is read out of the set's
+    /// column and the hole filled by the last row. Safe because with no hook and no log
+    /// nothing else has to see the entity before the value goes.
+    #[inline(always)]
     pub(super) fn remove_with_sparse<B: Bundle, const HOOKS: bool>(
         &mut self,
         entity: Entity,
+        location: EntityLocation,
+        id: BundleId,
     ) -> Result<B, EntityError> {
-        self.flush();
-        let location = self.location(entity)?;
-        let id = self.bundles.id_of::<B>(&mut self.components);
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
             let info = self.components.info(component);
-            let (hooked, logged) = (info.has_hooks(u8::MAX), info.logs_removals());
-            if !self.sparse_contains(component, entity) {
-                let component = info.name();
-                return Err(EntityError::MissingComponent { entity, component });
-            }
-            if HOOKS && hooked {
-                self.run_hooks(HookKind::Replace, entity, &[component]);
-                self.run_hooks(HookKind::Remove, entity, &[component]);
-                self.flush();
-            }
-            if logged {
-                self.removals.record(&[component], &[entity]);
+            if info.has_hooks(u8::MAX) | info.logs_removals() {
+                return self.remove_sparse_hooked::<B, HOOKS>(entity, component);
             }
             let set = self
                 .sparse
                 .get_mut(component)
                 .expect("the bundle's one field is sparse");
-            let row = set
-                .row_of(entity)
-                .expect("checked above; hooks make no structural change");
+            let Some(row) = set.row_of(entity) else {
+                return Err(self.missing_sparse(entity, component));
+            };
             // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
             // holds the entity's value: read once, then the set forgets the row.
-            let removed = unsafe {
+            return Ok(unsafe {
                 let removed = B::take_at(set.table(), &[0], row);
                 set.swap_remove_taken(row);
                 removed
-            };
-            if HOOKS && hooked {
-                self.apply_hook_commands();
-            }
-            return Ok(removed);
+            });
         }
+        self.remove_sparse_mixed::<B, HOOKS>(entity, location, id)
+    }
+
+    /// The error for `entity` lacking sparse `component`.
+    #[cold]
+    fn missing_sparse(&self, entity: Entity, component: ComponentId) -> EntityError {
+        EntityError::MissingComponent {
+            entity,
+            component: self.components.info(component).name(),
+        }
+    }
+
+    /// [`remove_with_sparse`](Self::remove_with_sparse) of a one-field bundle of sparse
+    /// `component`, which has hooks or a removal log.
+    #[cold]
+    #[inline(never)]
+    fn remove_sparse_hooked<B: Bundle, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+    ) -> Result<B, EntityError> {
+        let info = self.components.info(component);
+        let (hooked, logged) = (info.has_hooks(u8::MAX), info.logs_removals());
+        if !self.sparse_contains(component, entity) {
+            return Err(self.missing_sparse(entity, component));
+        }
+        if HOOKS && hooked {
+            self.run_hooks(HookKind::Replace, entity, &[component]);
+            self.run_hooks(HookKind::Remove, entity, &[component]);
+            self.flush();
+        }
+        if logged {
+            self.removals.record(&[component], &[entity]);
+        }
+        let set = self
+            .sparse
+            .get_mut(component)
+            .expect("the bundle's one field is sparse");
+        let row = set
+            .row_of(entity)
+            .expect("checked above; hooks make no structural change");
+        // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
+        // holds the entity's value: read once, then the set forgets the row.
+        let removed = unsafe {
+            let removed = B::take_at(set.table(), &[0], row);
+            set.swap_remove_taken(row);
+            removed
+        };
+        if HOOKS && hooked {
+            self.apply_hook_commands();
+        }
+        Ok(removed)
+    }
+
+    /// [`remove_with_sparse`](Self::remove_with_sparse) of a bundle of several fields.
+    #[cold]
+    #[inline(never)]
+    fn remove_sparse_mixed<B: Bundle, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+        location: EntityLocation,
+        id: BundleId,
+    ) -> Result<B, EntityError> {
         let fields: SmallVec<[ComponentId; 8]> = self.bundles.infos[id].fields.iter().copied().collect();
         let archetype = self.archetype_at(location);
         if let Some(&missing) = fields.iter().find(|&&c| {
@@ -464,29 +550,10 @@ impl World {
             self.run_hooks(HookKind::Replace, entity, &[id]);
         }
         let tick = super::tick_now(&mut self.change_tick);
-        let size = self.components.info(id).layout().size();
-        let drop = self.components.info(id).drop_fn();
         let set = self.sparse.get_mut(id).expect("a sparse component has a set");
-        // SAFETY: as in `insert_scratch`: the set's column stores component `id`, a new row is
-        // filled at once, a replaced value is swapped into `value`'s memory and dropped once.
-        unsafe {
-            match set.row_of(entity) {
-                Some(row) => {
-                    let column = set.table_mut().column_unchecked_mut(0);
-                    ptr::swap_nonoverlapping(value, column.ptr(row), size);
-                    ComponentTicks::changed_at(column.ticks_base(), row).write(tick);
-                    if let Some(drop) = drop {
-                        drop(value);
-                    }
-                }
-                None => {
-                    let row = set.push_uninit(entity);
-                    let column = set.table_mut().column_unchecked_mut(0);
-                    ptr::copy_nonoverlapping(value, column.ptr(row), size);
-                    column.ticks_base().add(row).write(ComponentTicks::new(tick));
-                }
-            }
-        }
+        // SAFETY: `value` is a valid value of component `id`, the set's, given up by the
+        // caller (this function's contract).
+        unsafe { set.write_or_replace(entity, value, tick) };
         if !present {
             self.run_hooks(HookKind::Add, entity, &[id]);
         }

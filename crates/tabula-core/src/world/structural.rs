@@ -233,7 +233,7 @@ impl World {
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
         if self.bundles.infos[id].sparse {
-            self.insert_with_sparse::<B, APPLY>(entity, bundle);
+            self.insert_with_sparse::<B, APPLY>(entity, id, bundle);
             return Ok(());
         }
         self.insert_bundle_at::<B, APPLY>(entity, location, id, bundle);
@@ -440,7 +440,7 @@ impl World {
         let location = self.location(entity)?;
         let id = self.bundles.id_of::<B>(&mut self.components);
         if self.bundles.infos[id].sparse {
-            return self.remove_with_sparse::<B, HOOKS>(entity);
+            return self.remove_with_sparse::<B, HOOKS>(entity, location, id);
         }
         self.remove_bundle_at::<TakeBundle<B>, HOOKS>(entity, location, id, TakeBundle(PhantomData))
     }
