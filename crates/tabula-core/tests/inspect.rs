@@ -1,5 +1,6 @@
 //! `World::inspect`: every component of an entity by name, values for those registered with
-//! `register_debug`, and an error naming a dead entity.
+//! `register_debug` (or, with `serde`, `register_serde`), sparse-set components too, and an
+//! error naming a dead entity.
 
 use tabula::{ComponentDescriptor, EntityError, World};
 
@@ -126,4 +127,70 @@ fn a_dynamic_component_is_listed_by_its_name() {
     .unwrap();
     let names: Vec<_> = world.inspect(e).unwrap().component_names().collect();
     assert!(names.contains(&"script.Score"), "{names:?}");
+}
+
+/// With the `serde` feature, a component registered for save and load shows its value
+/// through `Serialize`, in `Debug`'s form; `Debug` wins when both are registered.
+#[cfg(feature = "serde")]
+#[test]
+fn values_of_serde_registered_components_are_printed() {
+    use serde::Serialize;
+    #[derive(Serialize, serde::Deserialize)]
+    struct Ship {
+        name: String,
+        crew: Vec<u8>,
+        home: Option<(i32, i32)>,
+        class: Class,
+    }
+    #[derive(Serialize, serde::Deserialize)]
+    enum Class {
+        Frigate,
+        Carrier { hangars: u8 },
+    }
+    #[derive(Serialize, serde::Deserialize)]
+    struct Hp(u32);
+    #[derive(Serialize, serde::Deserialize)]
+    struct Docked;
+    #[derive(Debug, Serialize, serde::Deserialize)]
+    struct Both(u8);
+    #[derive(Serialize, serde::Deserialize)]
+    struct Shield(f32);
+
+    let mut world = World::new();
+    world.register_component::<Shield>().sparse_set();
+    world.register_serde::<Ship>("Ship");
+    world.register_serde::<Hp>("Hp");
+    world.register_serde::<Docked>("Docked");
+    world.register_serde::<Shield>("Shield");
+    world.register_serde::<Both>("Both");
+    world.register_debug::<Both>();
+    let ship = Ship {
+        name: "Sulaco \"II\"".into(),
+        crew: vec![1, 2],
+        home: Some((3, -4)),
+        class: Class::Carrier { hangars: 2 },
+    };
+    let e = world.spawn((ship, Hp(7), Docked, Both(9)));
+    world.insert(e, (Shield(0.5),)).unwrap();
+    let dump = world.inspect(e).unwrap().to_string();
+    for line in [
+        "Ship: Ship { name: \"Sulaco \\\"II\\\"\", crew: [1, 2], home: Some((3, -4)), class: Carrier { hangars: 2 } }",
+        "Hp: Hp(7)",
+        "Docked: Docked",
+        "Both: Both(9)",
+        "Shield: Shield(0.5)",
+    ] {
+        assert!(dump.lines().any(|l| l.trim() == line), "{line:?} not in\n{dump}");
+    }
+    let frigate = world.spawn((Ship {
+        name: "x".into(),
+        crew: vec![],
+        home: None,
+        class: Class::Frigate,
+    },));
+    let dump = format!("{:#?}", world.inspect(frigate).unwrap());
+    assert!(
+        dump.contains("home: None,\n") && dump.contains("class: Frigate,\n"),
+        "{dump}"
+    );
 }

@@ -21,5 +21,5 @@ pub(crate) mod sqlite;
 
 pub use load::LoadError;
 pub use map::{EntityMapper, MapEntities};
-pub(crate) use registry::SerdeRegistry;
+pub(crate) use registry::{SerdeEntry, SerdeRegistry};
 pub use snapshot::{SAVE_FORMAT, SaveError, WorldSnapshot};
