@@ -364,11 +364,15 @@ fn choosing_sparse_after_first_use_panics() {
 }
 
 #[test]
-#[should_panic(expected = "stored in a sparse set")]
-fn a_query_naming_a_sparse_component_is_refused() {
-    let mut world = world_with::<Stunned>(Storage::Sparse);
-    world.spawn((Stunned(1),));
-    let _ = world.query::<&Stunned>();
+fn a_query_reads_a_sparse_component() {
+    // The query forms over sparse components are tested in `sparse_query.rs`.
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        world.spawn((Stunned(1),));
+        world.spawn((Pos(2),));
+        let got: Vec<u32> = world.query::<&Stunned>().iter(&world).map(|s| s.0).collect();
+        assert_eq!(got, [1], "{storage:?}");
+    }
 }
 
 #[test]

@@ -23,7 +23,7 @@ use crate::archetype::Archetype;
 use crate::change::{ComponentTicks, Mut, Ref, RunTicks, Tick};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::storage::Column;
+use crate::storage::{Column, SparseSet, Table};
 use crate::world::World;
 
 /// How one query term finds its archetypes and reads their tables.
@@ -77,6 +77,43 @@ pub unsafe trait WorldQuery {
     /// a stamp that `&mut` table access moves on. And the
     /// caller holds the access reported by `update_access` on that archetype's rows for `'w`.
     unsafe fn fetch_prepared<'w>(prepared: Self::Prepared, ticks: RunTicks) -> Self::Fetch<'w>;
+
+    // The sparse path (see `query/sparse.rs`): a query that names a sparse-set component
+    // matches and fetches with these instead; terms over a sparse component read its set's
+    // dense table, looked up by entity per row. The table path never calls them.
+
+    /// Whether the term can read sparse-set components (the built-in terms can); a query
+    /// naming a sparse component through a term that cannot is refused when built.
+    #[doc(hidden)]
+    const SPARSE_AWARE: bool = false;
+
+    /// [`match_archetype`](Self::match_archetype) for the sparse path: a term over a sparse
+    /// component cannot exclude an archetype by its component set, so it matches every one.
+    #[doc(hidden)]
+    #[inline]
+    fn match_sparse(state: &Self::State, archetype: &Archetype, _world: &World) -> Option<Self::Cache> {
+        Self::match_archetype(state, archetype)
+    }
+
+    /// [`fetch_archetype`](Self::fetch_archetype) for the sparse path: terms over a sparse
+    /// component point into the set's dense table, and carry the set to look rows up in.
+    ///
+    /// # Safety
+    /// As for `fetch_archetype`, with `cache` from [`match_sparse`](Self::match_sparse) on
+    /// this archetype of `world`; no sparse set of `world` is added, moved or changed in
+    /// shape (no insert or removal) for `'w`.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn fetch_sparse<'w>(
+        _state: &Self::State,
+        cache: Self::Cache,
+        archetype: &'w Archetype,
+        _world: &'w World,
+        ticks: RunTicks,
+    ) -> Self::Fetch<'w> {
+        // SAFETY: the caller's contract is `fetch_archetype`'s.
+        unsafe { Self::fetch_archetype(cache, archetype, ticks) }
+    }
 
     /// The fetch of one matched archetype: [`prepare`](Self::prepare), then
     /// [`fetch_prepared`](Self::fetch_prepared).
@@ -170,6 +207,34 @@ pub unsafe trait QueryData: WorldQuery {
     /// As for [`mark_rows`](Self::mark_rows), for the one row.
     #[inline]
     unsafe fn store_mark(_fetch: &mut Self::Fetch<'_>, _row: usize) {}
+
+    /// The sparse path's item of archetype row `row`, whose entity is `entity`: `None` when
+    /// a sparse component the term requires is missing.
+    ///
+    /// # Safety
+    /// As for [`fetch`](Self::fetch), with a fetch from
+    /// [`fetch_sparse`](WorldQuery::fetch_sparse).
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn fetch_entity<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        row: usize,
+        _entity: Entity,
+    ) -> Option<Self::Item<'w>> {
+        // SAFETY: the caller's contract.
+        Some(unsafe { Self::fetch(fetch, row) })
+    }
+
+    /// Whether the sparse path has an item for `entity` (every required sparse component
+    /// is there), without making it.
+    ///
+    /// # Safety
+    /// The fetch came from [`fetch_sparse`](WorldQuery::fetch_sparse).
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn has_entity(_fetch: &Self::Fetch<'_>, _entity: Entity) -> bool {
+        true
+    }
 }
 
 /// A [`QueryData`] that never writes, so it can be iterated through `&World`.
@@ -202,6 +267,8 @@ unsafe impl WorldQuery for Entity {
     fn match_archetype(_: &(), _: &Archetype) -> Option<()> {
         Some(())
     }
+
+    const SPARSE_AWARE: bool = true;
 
     #[inline]
     unsafe fn prepare(_: (), archetype: &Archetype) -> PreparedEntities {
@@ -299,6 +366,62 @@ impl PreparedColumn {
     }
 }
 
+impl PreparedColumn {
+    /// Column `index` of `table`.
+    ///
+    /// # Safety
+    /// `index` is one of the table's columns.
+    #[inline]
+    pub(super) unsafe fn of_table(table: &Table, index: usize) -> Self {
+        // SAFETY: in bounds (the caller's contract).
+        let column = unsafe { table.column_unchecked(index) };
+        Self {
+            values: column.data_ptr(),
+            ticks: column.ticks_base(),
+            column,
+        }
+    }
+}
+
+/// Where a term's fetch finds an entity's row: the archetype row itself (a table
+/// component), or the dense row of the entity in a sparse set.
+// Hidden: part of the built-in terms' fetches, public only because their types name it.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct SparseLookup(*const SparseSet);
+
+impl SparseLookup {
+    /// A table component: rows are archetype rows.
+    pub(super) const TABLE: Self = Self(std::ptr::null());
+
+    /// True for a table component.
+    #[inline]
+    pub(super) fn is_table(self) -> bool {
+        self.0.is_null()
+    }
+
+    /// A sparse component stored in `set`.
+    #[inline]
+    pub(super) fn of(set: &SparseSet) -> Self {
+        Self(set)
+    }
+
+    /// The row to read for `entity`, whose archetype row is `row`; `None` when `entity`
+    /// has no value in the set.
+    ///
+    /// # Safety
+    /// For a sparse lookup, the set it was made from is still in place and keeps its shape
+    /// (the [`WorldQuery::fetch_sparse`] contract).
+    #[inline]
+    pub(super) unsafe fn row(self, entity: Entity, row: usize) -> Option<usize> {
+        if self.0.is_null() {
+            return Some(row);
+        }
+        // SAFETY: non-null: made from a live set that has not moved (the caller's contract).
+        unsafe { (*self.0).row_of(entity) }
+    }
+}
+
 /// The fetch of a component read: the column's values, its ticks and its changed floor.
 // Hidden: an implementation detail of the built-in terms' `WorldQuery` impls, public only
 // because it names their associated types.
@@ -308,6 +431,7 @@ pub struct ReadFetch<'w, T> {
     ticks: *const ComponentTicks,
     floor: Tick,
     run: RunTicks,
+    sparse: SparseLookup,
     _marker: PhantomData<&'w T>,
 }
 
@@ -323,6 +447,7 @@ pub struct WriteFetch<'w, T> {
     column: &'w Column,
     scratch: Tick,
     run: RunTicks,
+    sparse: SparseLookup,
     _marker: PhantomData<&'w mut T>,
 }
 
@@ -365,6 +490,39 @@ macro_rules! component_state {
         type Cache = usize;
         type Prepared = PreparedColumn;
 
+        const SPARSE_AWARE: bool = true;
+
+        #[inline]
+        fn match_sparse(id: &ComponentId, archetype: &Archetype, world: &World) -> Option<usize> {
+            match world.sparse.get(*id) {
+                // Every archetype: the rows are decided by the set. The cache is unused.
+                Some(_) => Some(usize::MAX),
+                None => Self::match_archetype(id, archetype),
+            }
+        }
+
+        #[inline]
+        unsafe fn fetch_sparse<'w>(
+            id: &ComponentId,
+            cache: usize,
+            archetype: &'w Archetype,
+            world: &'w World,
+            ticks: RunTicks,
+        ) -> Self::Fetch<'w> {
+            match world.sparse.get(*id) {
+                // SAFETY: a dense table has the one column, 0; the set stays in place and
+                // keeps its shape for `'w` (the caller's contract), so its column pointers
+                // stay valid, and the caller holds the term's access to `T`'s values.
+                Some(set) => unsafe {
+                    let mut fetch = Self::fetch_prepared(PreparedColumn::of_table(set.table(), 0), ticks);
+                    fetch.sparse = SparseLookup::of(set);
+                    fetch
+                },
+                // SAFETY: the caller's contract is `fetch_archetype`'s.
+                None => unsafe { Self::fetch_archetype(cache, archetype, ticks) },
+            }
+        }
+
         #[inline]
         unsafe fn prepare(column: usize, archetype: &Archetype) -> PreparedColumn {
             // SAFETY: `column` came from matching this archetype (the caller's contract).
@@ -395,6 +553,7 @@ macro_rules! read_term {
                     // holds a read of `T`, so nothing writes the floor.
                     floor: unsafe { column.column().changed_floor(ticks.this_run) },
                     run: ticks,
+                    sparse: SparseLookup::TABLE,
                     _marker: PhantomData,
                 }
             }
@@ -418,6 +577,26 @@ macro_rules! read_term {
             unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
                 // SAFETY: rows `0..len` hold `T`s; only shared access to `T` exists.
                 unsafe { std::slice::from_raw_parts(fetch.values, len) }
+            }
+
+            #[inline]
+            unsafe fn fetch_entity<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                row: usize,
+                entity: Entity,
+            ) -> Option<Self::Item<'w>> {
+                // SAFETY: the lookup is of a set in place (the caller's contract); the row it
+                // gives is live in the table the fetch points into.
+                unsafe {
+                    let row = fetch.sparse.row(entity, row)?;
+                    Some(Self::fetch(fetch, row))
+                }
+            }
+
+            #[inline]
+            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
+                // SAFETY: the caller's contract.
+                unsafe { fetch.sparse.row(entity, 0).is_some() }
             }
         }
 
@@ -463,6 +642,7 @@ macro_rules! write_term {
                     column,
                     scratch: ticks.this_run,
                     run: ticks,
+                    sparse: SparseLookup::TABLE,
                     _marker: PhantomData,
                 }
             }
@@ -548,6 +728,28 @@ macro_rules! write_term {
                     unsafe { *ComponentTicks::changed_at(fetch.ticks, row) = fetch.run.this_run };
                 }
             }
+
+            #[inline]
+            unsafe fn fetch_entity<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                row: usize,
+                entity: Entity,
+            ) -> Option<Self::Item<'w>> {
+                // SAFETY: the lookup is of a set in place (the caller's contract); the row it
+                // gives is live in the table the fetch points into, and belongs to `entity`
+                // alone, whose item the caller makes once. The item marks the row itself
+                // (not deferred), so a dense row is marked on write like an archetype row.
+                unsafe {
+                    let row = fetch.sparse.row(entity, row)?;
+                    Some(Self::fetch(fetch, row))
+                }
+            }
+
+            #[inline]
+            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
+                // SAFETY: the caller's contract.
+                unsafe { fetch.sparse.row(entity, 0).is_some() }
+            }
         }
     };
 }
@@ -579,6 +781,24 @@ unsafe impl<Q: WorldQuery> WorldQuery for Option<Q> {
 
     fn match_archetype(state: &Q::State, archetype: &Archetype) -> Option<Option<Q::Cache>> {
         Some(Q::match_archetype(state, archetype))
+    }
+
+    const SPARSE_AWARE: bool = Q::SPARSE_AWARE;
+
+    fn match_sparse(state: &Q::State, archetype: &Archetype, world: &World) -> Option<Option<Q::Cache>> {
+        Some(Q::match_sparse(state, archetype, world))
+    }
+
+    #[inline]
+    unsafe fn fetch_sparse<'w>(
+        state: &Q::State,
+        cache: Option<Q::Cache>,
+        archetype: &'w Archetype,
+        world: &'w World,
+        ticks: RunTicks,
+    ) -> Self::Fetch<'w> {
+        // SAFETY: forwarded contract; `cache` is `Some` only where `Q` matched.
+        cache.map(|cache| unsafe { Q::fetch_sparse(state, cache, archetype, world, ticks) })
     }
 
     #[inline]
@@ -642,6 +862,20 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
             unsafe { Q::store_mark(fetch, row) }
         }
     }
+
+    #[inline]
+    unsafe fn fetch_entity<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        row: usize,
+        entity: Entity,
+    ) -> Option<Self::Item<'w>> {
+        // SAFETY: forwarded contract; a missing sparse component makes the item `None`.
+        Some(
+            fetch
+                .as_mut()
+                .and_then(|fetch| unsafe { Q::fetch_entity(fetch, row, entity) }),
+        )
+    }
 }
 
 // SAFETY: `Q` records no writes.
@@ -669,8 +903,32 @@ pub struct Has<T>(PhantomData<fn() -> T>);
 unsafe impl<T: Component> WorldQuery for Has<T> {
     type State = ComponentId;
     type Cache = bool;
-    type Fetch<'w> = bool;
+    type Fetch<'w> = (bool, SparseLookup);
     type Prepared = bool;
+
+    const SPARSE_AWARE: bool = true;
+
+    #[inline]
+    fn match_sparse(id: &ComponentId, archetype: &Archetype, _: &World) -> Option<bool> {
+        Self::match_archetype(id, archetype)
+    }
+
+    #[inline]
+    unsafe fn fetch_sparse<'w>(
+        id: &ComponentId,
+        has: bool,
+        _: &'w Archetype,
+        world: &'w World,
+        _: RunTicks,
+    ) -> Self::Fetch<'w> {
+        (
+            has,
+            world
+                .sparse
+                .get(*id)
+                .map_or(SparseLookup::TABLE, SparseLookup::of),
+        )
+    }
 
     fn init_state(world: &mut World) -> ComponentId {
         world.component_id_or_register::<T>()
@@ -693,7 +951,7 @@ unsafe impl<T: Component> WorldQuery for Has<T> {
 
     #[inline]
     unsafe fn fetch_prepared<'w>(has: bool, _: RunTicks) -> Self::Fetch<'w> {
-        has
+        (has, SparseLookup::TABLE)
     }
 }
 
@@ -705,12 +963,24 @@ unsafe impl<T: Component> QueryData for Has<T> {
 
     #[inline]
     unsafe fn fetch<'w>(has: &mut Self::Fetch<'w>, _: usize) -> Self::Item<'w> {
-        *has
+        has.0
     }
 
     #[inline]
     unsafe fn fetch_chunk<'w>(has: &mut Self::Fetch<'w>, _: usize) -> Self::Chunk<'w> {
-        *has
+        has.0
+    }
+
+    #[inline]
+    unsafe fn fetch_entity<'w>(
+        has: &mut Self::Fetch<'w>,
+        row: usize,
+        entity: Entity,
+    ) -> Option<Self::Item<'w>> {
+        let (in_table, lookup) = *has;
+        // SAFETY: the lookup is of a set in place (the caller's contract). A table lookup
+        // answers `Some`, so the archetype's answer stands.
+        Some(in_table || (!lookup.is_table() && unsafe { lookup.row(entity, row) }.is_some()))
     }
 }
 
@@ -742,6 +1012,26 @@ macro_rules! tuple_data {
             #[inline]
             fn match_archetype(state: &Self::State, archetype: &Archetype) -> Option<Self::Cache> {
                 Some(($($name::match_archetype(&state.$index, archetype)?,)*))
+            }
+
+            const SPARSE_AWARE: bool = true $(&& $name::SPARSE_AWARE)*;
+
+            #[inline]
+            fn match_sparse(state: &Self::State, archetype: &Archetype, world: &World) -> Option<Self::Cache> {
+                Some(($($name::match_sparse(&state.$index, archetype, world)?,)*))
+            }
+
+            #[inline]
+            unsafe fn fetch_sparse<'w>(
+                state: &Self::State,
+                cache: Self::Cache,
+                archetype: &'w Archetype,
+                world: &'w World,
+                ticks: RunTicks,
+            ) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                unsafe { ($($name::fetch_sparse(&state.$index, cache.$index, archetype, world, ticks),)*) }
             }
 
             #[inline]
@@ -804,6 +1094,30 @@ macro_rules! tuple_data {
             unsafe fn store_mark(fetch: &mut Self::Fetch<'_>, row: usize) {
                 // SAFETY: forwarded contract, member by member.
                 $(unsafe { $name::store_mark(&mut fetch.$index, row) };)*
+            }
+
+            #[inline]
+            unsafe fn fetch_entity<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                row: usize,
+                entity: Entity,
+            ) -> Option<Self::Item<'w>> {
+                // Every member is checked before any item is made.
+                // SAFETY: forwarded contract, member by member.
+                #[allow(unused_unsafe)]
+                let present = unsafe { Self::has_entity(fetch, entity) };
+                if !present {
+                    return None;
+                }
+                // SAFETY: as above.
+                #[allow(unused_unsafe)]
+                unsafe { Some(($($name::fetch_entity(&mut fetch.$index, row, entity)?,)*)) }
+            }
+
+            #[inline]
+            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
+                // SAFETY: forwarded contract, member by member.
+                true $(&& unsafe { $name::has_entity(&fetch.$index, entity) })*
             }
         }
 

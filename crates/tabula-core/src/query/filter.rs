@@ -7,11 +7,12 @@
 use std::marker::PhantomData;
 
 use super::access::Access;
-use super::fetch::{PreparedColumn, WorldQuery, component_state};
+use super::fetch::{PreparedColumn, SparseLookup, WorldQuery, component_state};
 use crate::archetype::Archetype;
 use crate::change::ComponentTicks;
 use crate::change::RunTicks;
 use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
 use crate::world::World;
 
 /// A query term that decides which entities match.
@@ -27,6 +28,19 @@ pub unsafe trait QueryFilter: WorldQuery {
     /// # Safety
     /// `row` is below the archetype's length.
     unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool;
+
+    /// The sparse path's [`filter_row`](Self::filter_row): whether the entity at archetype
+    /// row `row` passes, looking sparse components up by `entity` (archetypal filters over
+    /// sparse components are decided here, per row).
+    ///
+    /// # Safety
+    /// As for `filter_row`, with a fetch from [`fetch_sparse`](WorldQuery::fetch_sparse).
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn filter_entity(fetch: &mut Self::Fetch<'_>, row: usize, _entity: Entity) -> bool {
+        // SAFETY: the caller's contract.
+        Self::ARCHETYPAL || unsafe { Self::filter_row(fetch, row) }
+    }
 }
 
 /// A filter decided per archetype alone (`With`, `Without`, tuples and `Or`s of them), which
@@ -68,12 +82,38 @@ pub struct Allow<T>(PhantomData<fn() -> T>);
 
 macro_rules! archetypal_filter {
     ($name:ident, $matches:expr, $record:ident) => {
-        // SAFETY: reads nothing; records the archetype-level constraint only.
+        // SAFETY: reads nothing; records the archetype-level constraint only (for a sparse
+        // component, whether the set holds the entity: structure, not component data).
         unsafe impl<T: Component> WorldQuery for $name<T> {
             type State = ComponentId;
             type Cache = ();
-            type Fetch<'w> = ();
+            type Fetch<'w> = SparseLookup;
             type Prepared = ();
+
+            const SPARSE_AWARE: bool = true;
+
+            #[inline]
+            fn match_sparse(id: &ComponentId, archetype: &Archetype, world: &World) -> Option<()> {
+                match world.sparse.get(*id) {
+                    // Decided per row, by `filter_entity`.
+                    Some(_) => Some(()),
+                    None => Self::match_archetype(id, archetype),
+                }
+            }
+
+            #[inline]
+            unsafe fn fetch_sparse<'w>(
+                id: &ComponentId,
+                _: (),
+                _: &'w Archetype,
+                world: &'w World,
+                _: RunTicks,
+            ) -> SparseLookup {
+                world
+                    .sparse
+                    .get(*id)
+                    .map_or(SparseLookup::TABLE, SparseLookup::of)
+            }
 
             fn init_state(world: &mut World) -> ComponentId {
                 world.component_id_or_register::<T>()
@@ -95,7 +135,9 @@ macro_rules! archetypal_filter {
             unsafe fn prepare(_: (), _: &Archetype) {}
 
             #[inline]
-            unsafe fn fetch_prepared<'w>(_: (), _: RunTicks) -> Self::Fetch<'w> {}
+            unsafe fn fetch_prepared<'w>(_: (), _: RunTicks) -> Self::Fetch<'w> {
+                SparseLookup::TABLE
+            }
         }
 
         // SAFETY: reads nothing.
@@ -103,8 +145,16 @@ macro_rules! archetypal_filter {
             const ARCHETYPAL: bool = true;
 
             #[inline]
-            unsafe fn filter_row(_: &mut (), _: usize) -> bool {
+            unsafe fn filter_row(_: &mut SparseLookup, _: usize) -> bool {
                 true
+            }
+
+            #[inline]
+            #[allow(clippy::redundant_closure_call)]
+            unsafe fn filter_entity(lookup: &mut SparseLookup, row: usize, entity: Entity) -> bool {
+                // A table component was decided when the archetype matched.
+                // SAFETY: a sparse lookup is of a set in place (the caller's contract).
+                lookup.is_table() || ($matches)(unsafe { lookup.row(entity, row) }.is_some())
             }
         }
 
@@ -125,6 +175,7 @@ pub struct TickFetch {
     ticks: *const ComponentTicks,
     run: RunTicks,
     all: bool,
+    sparse: SparseLookup,
 }
 
 macro_rules! tick_filter {
@@ -155,6 +206,7 @@ macro_rules! tick_filter {
                     ticks: prepared.ticks,
                     run,
                     all: $floor && floor.is_newer_than(run.last_run, run.this_run),
+                    sparse: SparseLookup::TABLE,
                 }
             }
         }
@@ -176,6 +228,18 @@ macro_rules! tick_filter {
                 let tick = unsafe { (*fetch.ticks.add(row)).$base };
                 tick.is_newer_than(fetch.run.last_run, fetch.run.this_run)
             }
+
+            #[inline]
+            unsafe fn filter_entity(fetch: &mut TickFetch, row: usize, entity: Entity) -> bool {
+                // SAFETY: the lookup is of a set in place (the caller's contract); the row it
+                // gives is live in the table the fetch reads.
+                unsafe {
+                    match fetch.sparse.row(entity, row) {
+                        Some(row) => Self::filter_row(fetch, row),
+                        None => false,
+                    }
+                }
+            }
         }
     };
 }
@@ -194,6 +258,12 @@ macro_rules! tuple_filter {
             unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool {
                 // SAFETY: forwarded contract.
                 true $(&& unsafe { $name::filter_row(&mut fetch.$index, row) })*
+            }
+
+            #[inline]
+            unsafe fn filter_entity(fetch: &mut Self::Fetch<'_>, row: usize, entity: Entity) -> bool {
+                // SAFETY: forwarded contract.
+                true $(&& unsafe { $name::filter_entity(&mut fetch.$index, row, entity) })*
             }
         }
 
@@ -230,6 +300,25 @@ macro_rules! tuple_filter {
                 (false $(|| cache.$index.is_some())*).then_some(cache)
             }
 
+            const SPARSE_AWARE: bool = true $(&& $name::SPARSE_AWARE)*;
+
+            fn match_sparse(state: &Self::State, archetype: &Archetype, world: &World) -> Option<Self::Cache> {
+                let cache = ($($name::match_sparse(&state.$index, archetype, world),)*);
+                (false $(|| cache.$index.is_some())*).then_some(cache)
+            }
+
+            #[inline]
+            unsafe fn fetch_sparse<'w>(
+                state: &Self::State,
+                cache: Self::Cache,
+                archetype: &'w Archetype,
+                world: &'w World,
+                ticks: RunTicks,
+            ) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract, for the members that matched.
+                ($(cache.$index.map(|c| unsafe { $name::fetch_sparse(&state.$index, c, archetype, world, ticks) }),)*)
+            }
+
             #[inline]
             unsafe fn prepare(cache: Self::Cache, archetype: &Archetype) -> Self::Prepared {
                 // SAFETY: forwarded contract, for the members that matched.
@@ -252,6 +341,12 @@ macro_rules! tuple_filter {
             unsafe fn filter_row(fetch: &mut Self::Fetch<'_>, row: usize) -> bool {
                 // SAFETY: forwarded contract.
                 false $(|| fetch.$index.as_mut().is_some_and(|f| unsafe { $name::filter_row(f, row) }))*
+            }
+
+            #[inline]
+            unsafe fn filter_entity(fetch: &mut Self::Fetch<'_>, row: usize, entity: Entity) -> bool {
+                // SAFETY: forwarded contract.
+                false $(|| fetch.$index.as_mut().is_some_and(|f| unsafe { $name::filter_entity(f, row, entity) }))*
             }
         }
 

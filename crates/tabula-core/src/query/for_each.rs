@@ -56,7 +56,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// ```
     pub fn for_each(&mut self, world: &mut World, f: impl FnMut(D::Item<'_>)) {
         let ticks = self.begin_run_mut(world);
-        self.update_plan(world);
+        if !self.sparse {
+            self.update_plan(world);
+        }
         // SAFETY: `&mut World` is exclusive for the call, the state is this world's and up to
         // date, and its access was checked for self-aliasing when built.
         unsafe { self.for_each_unchecked(UnsafeWorldCell::new_mutable(world), ticks, f) }
@@ -72,6 +74,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
         mut f: impl FnMut(D::Item<'_>),
     ) {
+        if self.sparse {
+            // SAFETY: the caller's contract; only the structure is read through the world.
+            unsafe {
+                super::sparse::for_each_sparse::<D, F>(
+                    world.world(),
+                    &self.data_state,
+                    &self.filter_state,
+                    &self.matched,
+                    ticks,
+                    &mut f,
+                );
+            }
+            return;
+        }
         let mut plain = false;
         // SAFETY: the state is up to date for this world and the caller holds the query's
         // access (the caller's contract); only the structure is read through the reference.

@@ -4,7 +4,8 @@ use std::ops::Range;
 
 use super::fetch::QueryData;
 use super::filter::QueryFilter;
-use super::state::{Matched, QueryState, fetch_matched, non_empty};
+use super::sparse::SparseIter;
+use super::state::{Matched, StateParts, fetch_matched, non_empty};
 use crate::archetype::Archetype;
 use crate::change::RunTicks;
 use crate::world::UnsafeWorldCell;
@@ -41,44 +42,53 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     current: Option<(D::Fetch<'w>, F::Fetch<'w>)>,
     row: usize,
     len: usize,
+    /// The walk of a query on the sparse path (`query/sparse.rs`); its table walk above is
+    /// then empty, so the table path's row loop pays nothing for it.
+    sparse: Option<SparseIter<'w, 's, D, F>>,
 }
 
 impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
-    /// # Safety
-    /// For `'w`, the caller holds the access `state` reports through `world` (shared for a
-    /// read-only query, exclusive for the columns it writes), `world` is the state's world,
-    /// and the state's archetypes are up to date.
-    #[inline]
-    pub(crate) unsafe fn new(
-        state: &'s QueryState<D, F>,
-        world: UnsafeWorldCell<'w>,
-        ticks: RunTicks,
-    ) -> Self {
-        // SAFETY: forwarded contract.
-        unsafe { Self::from_matched(&state.matched, world, ticks) }
-    }
-
     /// The iterator over the matches of a state, which may be the state of a query whose
-    /// read-only form `D` is (the matches are the same type).
+    /// read-only form `D` is (the states and matches are the same types).
     ///
     /// # Safety
-    /// As for [`new`](Self::new), with `matched` the matches of an up-to-date state of
-    /// `world` whose access covers `D`'s.
+    /// For `'w`, the caller holds the access the state reports through `world` (shared for
+    /// a read-only query, exclusive for the columns it writes), `world` is the state's
+    /// world, the state's archetypes are up to date, and its access covers `D`'s.
     #[inline]
-    pub(crate) unsafe fn from_matched(
-        matched: &'s [Matched<D::Cache, F::Cache>],
+    pub(crate) unsafe fn from_state(
+        state: StateParts<'s, D::State, F::State, D::Cache, F::Cache>,
         world: UnsafeWorldCell<'w>,
         ticks: RunTicks,
     ) -> Self {
+        // SAFETY: only the structure (archetype list, sparse sets) is read through this
+        // reference.
+        let world = unsafe { world.world() };
+        let (matched, sparse): (&[Matched<D::Cache, F::Cache>], _) = if state.sparse {
+            // SAFETY: the caller's contract; the matches are on the sparse path.
+            let sparse = unsafe { SparseIter::new(world, state.data, state.filter, state.matched, ticks) };
+            (&[], Some(sparse))
+        } else {
+            (state.matched, None)
+        };
         Self {
-            // SAFETY: only the archetype list (structure) is read through this reference.
-            archetypes: unsafe { world.world() }.archetype_list(),
+            archetypes: world.archetype_list(),
             matched: matched.iter(),
             ticks,
             current: None,
             row: 0,
             len: 0,
+            sparse,
         }
+    }
+
+    /// True when another item matches (moving past it: it is not yielded after this).
+    pub(crate) fn has_more(&mut self) -> bool {
+        self.matches_more()
+            || self
+                .sparse
+                .as_mut()
+                .is_some_and(|sparse| sparse.advance().is_some())
     }
 
     /// Advances to the next row that passes the filter, leaving it at `self.row - 1`; false
@@ -123,6 +133,9 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
 
     /// How many rows remain that match.
     pub(crate) fn count_matches(mut self) -> usize {
+        if let Some(mut sparse) = self.sparse {
+            return std::iter::from_fn(|| sparse.advance()).count();
+        }
         if F::ARCHETYPAL {
             return self.rows_left();
         }
@@ -136,7 +149,8 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     #[inline]
     fn next(&mut self) -> Option<D::Item<'w>> {
         if !self.matches_more() {
-            return None;
+            // The end of the table walk, or a query on the sparse path.
+            return self.sparse.as_mut()?.next_item();
         }
         let (data, _) = self.current.as_mut()?;
         // SAFETY: `matches_more` left a live, passing row at `row - 1`; each row is yielded once.
@@ -144,6 +158,9 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.sparse.is_some() {
+            return (0, None);
+        }
         let upper = self.rows_left();
         (if F::ARCHETYPAL { upper } else { 0 }, Some(upper))
     }
@@ -154,6 +171,9 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     where
         G: FnMut(B, Self::Item) -> B,
     {
+        if let Some(sparse) = self.sparse {
+            return sparse.fold(init, g);
+        }
         // SAFETY: the current archetype's rows from `row` on are live and not yet yielded;
         // the later archetypes' caches came from matching them (the state is up to date,
         // `new`'s contract), and their rows `0..len` are live and each yielded once; access

@@ -35,6 +35,7 @@ mod for_each;
 mod iter;
 mod par;
 mod plan;
+mod sparse;
 mod state;
 
 pub use crate::change::RunTicks;

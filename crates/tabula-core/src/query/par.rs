@@ -171,10 +171,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             .map(|m| archetypes[m.archetype.index()].len())
             .sum();
         let threads = rayon::current_num_threads();
-        let serial = match self.par_batch_size {
-            BatchSize::Fixed(n) => total <= n.max(1),
-            BatchSize::Automatic => total <= SERIAL_THRESHOLD,
-        };
+        // The sparse path runs serially (see `query/sparse.rs`).
+        let serial = self.sparse
+            || match self.par_batch_size {
+                BatchSize::Fixed(n) => total <= n.max(1),
+                BatchSize::Automatic => total <= SERIAL_THRESHOLD,
+            };
         // The pass takes its place in the calling thread's command context, and command
         // scopes made in the closure are keyed under it by their run's archetype and start,
         // so they apply in serial row order (`command/parallel.rs`).

@@ -90,6 +90,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     #[inline(never)]
     fn make_plan(&mut self, world: &World, shape: u64) {
+        if self.sparse {
+            // The sparse path keeps no plan: its fetches come from the world's sets.
+            return;
+        }
         let archetypes = world.archetype_list();
         self.plan.entries.clear();
         // SAFETY: the archetypes were just brought up to date for this world.

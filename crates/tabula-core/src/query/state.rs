@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 
 use super::access::Access;
 use super::error::{AccessConflict, QueryError};
-use super::fetch::{QueryData, WorldQuery};
+use super::fetch::QueryData;
 use super::filter::{ArchetypeFilter, QueryFilter};
 use super::iter::QueryIter;
 use super::par::BatchSize;
@@ -26,6 +26,9 @@ pub(crate) struct Matched<DC, FC> {
 }
 
 const NOT_MATCHED: u32 = u32::MAX;
+/// Set in the `matched_index` entries of a query on the sparse path, so that a lookup learns
+/// which path to take from the comparison with [`NOT_MATCHED`] it makes anyway.
+const SPARSE_MATCH: u32 = 1 << 31;
 
 /// A query over one world: the data `D` it fetches, for entities that pass filter `F`.
 ///
@@ -60,8 +63,8 @@ const NOT_MATCHED: u32 = u32::MAX;
 /// ```
 pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     world: WorldId,
-    data_state: D::State,
-    filter_state: F::State,
+    pub(crate) data_state: D::State,
+    pub(crate) filter_state: F::State,
     pub(crate) matched: Vec<Matched<D::Cache, F::Cache>>,
     /// Archetype index -> index into `matched`, or `NOT_MATCHED`.
     matched_index: Vec<u32>,
@@ -77,6 +80,11 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     pub(crate) par_row_cost: AtomicU64,
     /// The matched archetypes' column pointers for whole passes (see `query/plan.rs`).
     pub(crate) plan: RunPlan<D::Prepared, F::Prepared>,
+    /// True when the query names a sparse-set component: its passes take the sparse path
+    /// (`query/sparse.rs`), and `matched` was matched with `match_sparse`.
+    pub(crate) sparse: bool,
+    /// How many components the world stored sparse when `sparse` was decided.
+    sparse_seen: usize,
 }
 
 impl<D: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<D, F> {
@@ -132,7 +140,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 query: type_name::<(D, F)>(),
                 component: world.components().info(id).name(),
             })?;
-        if world.sparse.any() {
+        let sparse = names_sparse(world, &access);
+        if sparse && !(D::SPARSE_AWARE && F::SPARSE_AWARE) {
             refuse_sparse_terms(world, &access, type_name::<(D, F)>());
         }
         let skip = world.default_query_skip(&access);
@@ -149,6 +158,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             par_batch_size: BatchSize::Automatic,
             par_row_cost: AtomicU64::new(0),
             plan: RunPlan::default(),
+            sparse,
+            sparse_seen: world.sparse.count(),
         };
         state.update_archetypes(world);
         Ok(state)
@@ -174,6 +185,29 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         if self.archetypes_seen != world.archetype_list().len() {
             self.match_new_archetypes(world);
         }
+        if self.sparse_seen != world.sparse.count() {
+            self.sparse_registered(world);
+        }
+    }
+
+    /// A component was made sparse since the state decided its path (it was registered by
+    /// this query, and stored nowhere yet): if the query names it, rematch on the sparse path.
+    #[cold]
+    #[inline(never)]
+    fn sparse_registered(&mut self, world: &World) {
+        self.sparse_seen = world.sparse.count();
+        if self.sparse || !names_sparse(world, &self.access) {
+            return;
+        }
+        if !(D::SPARSE_AWARE && F::SPARSE_AWARE) {
+            refuse_sparse_terms(world, &self.access, type_name::<(D, F)>());
+        }
+        self.sparse = true;
+        self.matched.clear();
+        self.matched_index.clear();
+        self.archetypes_seen = 0;
+        self.plan = RunPlan::default();
+        self.match_new_archetypes(world);
     }
 
     #[inline(never)]
@@ -185,13 +219,26 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             if archetype.disabling & self.skip != 0 {
                 continue;
             }
-            let Some(data) = D::match_archetype(&self.data_state, archetype) else {
+            let (data, filter) = if self.sparse {
+                (
+                    D::match_sparse(&self.data_state, archetype, world),
+                    F::match_sparse(&self.filter_state, archetype, world),
+                )
+            } else {
+                (
+                    D::match_archetype(&self.data_state, archetype),
+                    F::match_archetype(&self.filter_state, archetype),
+                )
+            };
+            let (Some(data), Some(filter)) = (data, filter) else {
                 continue;
             };
-            let Some(filter) = F::match_archetype(&self.filter_state, archetype) else {
-                continue;
-            };
-            self.matched_index[archetype.id().index()] = self.matched.len() as u32;
+            let flag = if self.sparse { SPARSE_MATCH } else { 0 };
+            assert!(
+                self.matched.len() < SPARSE_MATCH as usize,
+                "a query matches fewer than 2^31 archetypes"
+            );
+            self.matched_index[archetype.id().index()] = self.matched.len() as u32 | flag;
             self.matched.push(Matched {
                 archetype: archetype.id(),
                 data,
@@ -250,7 +297,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         let ticks = self.begin_run_mut(world);
         // SAFETY: `&mut World` is exclusive for `'w`, and the state's access was checked for
         // self-aliasing when it was built.
-        unsafe { QueryIter::new(self, UnsafeWorldCell::new_mutable(world), ticks) }
+        unsafe { QueryIter::from_state(self.parts(), UnsafeWorldCell::new_mutable(world), ticks) }
     }
 
     /// Iterates through an [`UnsafeWorldCell`] with explicit ticks — how a scheduler runs
@@ -267,7 +314,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
     ) -> QueryIter<'w, 's, D, F> {
         // SAFETY: forwarded contract.
-        unsafe { QueryIter::new(self, world, ticks) }
+        unsafe { QueryIter::from_state(self.parts(), world, ticks) }
     }
 
     /// Iterates the read-only forms of the items ([`QueryData::ReadOnly`]) through an
@@ -282,9 +329,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         world: UnsafeWorldCell<'w>,
         ticks: RunTicks,
     ) -> QueryIter<'w, 's, D::ReadOnly, F> {
-        // SAFETY: `D::ReadOnly` reads through `D`'s matches (the `QueryData` contract) only
-        // what `D` reads or writes, which the caller holds shared.
-        unsafe { QueryIter::from_matched(&self.matched, world, ticks) }
+        // SAFETY: `D::ReadOnly` reads through `D`'s states and matches (the `QueryData`
+        // contract) only what `D` reads or writes, which the caller holds shared.
+        unsafe { QueryIter::from_state(self.parts(), world, ticks) }
     }
 
     /// Calls `f` once per non-empty matching archetype with whole columns, e.g.
@@ -326,6 +373,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) where
         F: ArchetypeFilter,
     {
+        if self.sparse {
+            refuse_sparse_chunks(world, &self.access, type_name::<(D, F)>());
+        }
         // SAFETY: the state is up to date for this world and the caller holds the query's
         // access (the caller's contract); only the structure is read through the reference.
         unsafe {
@@ -369,7 +419,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         // SAFETY: the state is up to date for this world (the caller's contract).
         let found = unsafe { self.locate(world, entity, ticks) }?;
         // SAFETY: forwarded contract.
-        Ok(unsafe { Self::fetch_at(found, ticks) })
+        Ok(unsafe { fetch_found::<D, F>(&self.data_state, world, found, entity, ticks) })
     }
 
     /// The read-only item of one entity ([`QueryData::ReadOnly`]) through an
@@ -384,14 +434,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
     ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
         // SAFETY: the state is up to date for this world (the caller's contract).
-        let (location, archetype, matched) = unsafe { self.locate(world, entity, ticks) }?;
-        // SAFETY: the cache came from matching this archetype, and `D::ReadOnly` reads with
-        // `D`'s caches (the `QueryData` contract) only what the caller holds shared; the row
-        // is live (located above).
-        Ok(unsafe {
-            let mut fetch = <D::ReadOnly as WorldQuery>::fetch_archetype(matched.data, archetype, ticks);
-            <D::ReadOnly as QueryData>::fetch(&mut fetch, location.row as usize)
-        })
+        let found = unsafe { self.locate(world, entity, ticks) }?;
+        // SAFETY: `D::ReadOnly` reads with `D`'s states and caches (the `QueryData`
+        // contract) only what the caller holds shared; `found` came from `locate`.
+        Ok(unsafe { fetch_found::<D::ReadOnly, F>(&self.data_state, world, found, entity, ticks) })
     }
 
     /// The items of several distinct entities at once, with mutable access.
@@ -443,7 +489,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             let found = found.expect("located in the loop above");
             // SAFETY: the caller holds the access, and the entities (so the rows) are
             // distinct, so the items never alias.
-            unsafe { Self::fetch_at(found, ticks) }
+            unsafe { fetch_found::<D, F>(&self.data_state, world, found, entity, ticks) }
         }))
     }
 
@@ -476,7 +522,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         &self,
         mut iter: QueryIter<'w, '_, R, F>,
     ) -> Result<R::Item<'w>, QueryError> {
-        match (iter.next(), iter.matches_more()) {
+        match (iter.next(), iter.has_more()) {
             (Some(item), false) => Ok(item),
             (None, _) => Err(QueryError::NoEntities {
                 query: type_name::<(D, F)>(),
@@ -504,7 +550,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         ticks: RunTicks,
     ) -> Result<D::Item<'w>, QueryError> {
         // SAFETY: forwarded contract; at most one item is kept.
-        self.single_of(unsafe { QueryIter::new(self, world, ticks) })
+        self.single_of(unsafe { QueryIter::<D, F>::from_state(self.parts(), world, ticks) })
     }
 
     /// How many entities match, through an [`UnsafeWorldCell`] (filters only; no item is
@@ -514,7 +560,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// The caller holds at least read access to what the filter reads.
     pub unsafe fn count_unchecked(&self, world: UnsafeWorldCell<'_>, ticks: RunTicks) -> usize {
         // SAFETY: forwarded contract; no item is fetched.
-        unsafe { QueryIter::new(self, world, ticks) }.count_matches()
+        unsafe { QueryIter::<D, F>::from_state(self.parts(), world, ticks) }.count_matches()
     }
 
     /// True when `entity` is alive and matches now (filters only; no item is fetched, so
@@ -564,11 +610,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     pub fn is_empty(&mut self, world: &World) -> bool {
         let ticks = self.peek_ticks(world);
         // SAFETY: only filters are evaluated; no item is fetched.
-        !unsafe { QueryIter::new(self, UnsafeWorldCell::new_readonly(world), ticks) }.matches_more()
+        !unsafe { QueryIter::<D, F>::from_state(self.parts(), UnsafeWorldCell::new_readonly(world), ticks) }
+            .has_more()
     }
 
-    /// Where `entity` is, if the query matches it now: its location, the archetype and the
-    /// archetype's match.
+    /// Where `entity` is, if the query matches it now: its location, the archetype, the
+    /// archetype's match, and whether the match is on the sparse path.
     ///
     /// # Safety
     /// The state was updated against `world` (so every live entity's archetype has an entry
@@ -580,7 +627,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         world: UnsafeWorldCell<'w>,
         entity: Entity,
         ticks: RunTicks,
-    ) -> Result<(EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>), QueryError> {
+    ) -> Result<Found<'w, '_, D::Cache, F::Cache>, QueryError> {
         // SAFETY: only the structure is read through this reference (and the filters' ticks,
         // which the caller covers).
         let world = unsafe { world.world() };
@@ -596,9 +643,14 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         };
         // SAFETY: live entities are in archetypes the state has seen (the caller's contract),
         // and `matched_index` has an entry per archetype seen.
-        let index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
-        if index == NOT_MATCHED {
-            return Err(no_match());
+        let mut index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
+        let mut sparse = false;
+        if index >= SPARSE_MATCH {
+            if index == NOT_MATCHED {
+                return Err(no_match());
+            }
+            index &= !SPARSE_MATCH;
+            sparse = true;
         }
         // SAFETY: `index` was recorded for a match, and matches are never removed; the
         // location names one of the world's archetypes.
@@ -608,7 +660,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 world.archetype_at(location),
             )
         };
-        if !F::ARCHETYPAL {
+        if sparse {
+            // SAFETY: the match is on the sparse path (flagged); the filter reads ticks of a
+            // live row under the caller's access, the data term only the sets' structure.
+            let passes = unsafe {
+                let (data, mut filter) = (
+                    D::fetch_sparse(&self.data_state, matched.data, archetype, world, ticks),
+                    F::fetch_sparse(&self.filter_state, matched.filter, archetype, world, ticks),
+                );
+                F::filter_entity(&mut filter, location.row as usize, entity) && D::has_entity(&data, entity)
+            };
+            if !passes {
+                return Err(no_match());
+            }
+        } else if !F::ARCHETYPAL {
             // SAFETY: the filter only reads ticks of a live row, under the caller's access.
             let passes = unsafe {
                 let mut fetch = F::fetch_archetype(matched.filter, archetype, ticks);
@@ -618,21 +683,57 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 return Err(no_match());
             }
         }
-        Ok((location, archetype, matched))
+        Ok((location, archetype, matched, sparse))
     }
 
-    /// # Safety
-    /// The three came from `locate` on this world; the caller holds the access to the row
-    /// for `'w` (shared for read-only `D`, exclusive otherwise).
+    /// The parts of the state an iterator reads.
     #[inline]
-    unsafe fn fetch_at<'w>(
-        (location, archetype, matched): (EntityLocation, &'w Archetype, &Matched<D::Cache, F::Cache>),
-        ticks: RunTicks,
-    ) -> D::Item<'w> {
-        // SAFETY: forwarded contract.
-        unsafe {
-            let mut fetch = D::fetch_archetype(matched.data, archetype, ticks);
-            D::fetch(&mut fetch, location.row as usize)
+    fn parts(&self) -> StateParts<'_, D::State, F::State, D::Cache, F::Cache> {
+        StateParts {
+            data: &self.data_state,
+            filter: &self.filter_state,
+            matched: &self.matched,
+            sparse: self.sparse,
+        }
+    }
+}
+
+/// What `locate` found: the entity's location, archetype and match, and whether the match
+/// is on the sparse path.
+type Found<'w, 's, DC, FC> = (EntityLocation, &'w Archetype, &'s Matched<DC, FC>, bool);
+
+/// The parts of a [`QueryState`] that an iterator over it (or its read-only form) reads.
+pub(crate) struct StateParts<'s, DS, FS, DC, FC> {
+    pub(crate) data: &'s DS,
+    pub(crate) filter: &'s FS,
+    pub(crate) matched: &'s [Matched<DC, FC>],
+    pub(crate) sparse: bool,
+}
+
+/// The item of the entity `locate` found, on the path of its match.
+///
+/// # Safety
+/// `found` came from `locate` on this world with `data_state` the state's data state (or
+/// that of the query `R` is the read-only form of); the caller holds the access to the row
+/// for `'w` (shared for read-only `R`, exclusive otherwise).
+#[inline]
+unsafe fn fetch_found<'w, R: QueryData, F: QueryFilter>(
+    data_state: &R::State,
+    world: UnsafeWorldCell<'w>,
+    (location, archetype, matched, sparse): Found<'w, '_, R::Cache, F::Cache>,
+    entity: Entity,
+    ticks: RunTicks,
+) -> R::Item<'w> {
+    let row = location.row as usize;
+    // SAFETY: forwarded contract; on the sparse path only the structure is read through the
+    // world, and `locate` checked that every required sparse component is there.
+    unsafe {
+        if sparse {
+            let mut fetch = R::fetch_sparse(data_state, matched.data, archetype, world.world(), ticks);
+            R::fetch_entity(&mut fetch, row, entity).expect("`locate` checked the sparse components")
+        } else {
+            let mut fetch = R::fetch_archetype(matched.data, archetype, ticks);
+            R::fetch(&mut fetch, row)
         }
     }
 }
@@ -677,17 +778,39 @@ pub(crate) unsafe fn fetch_matched<'w, D: QueryData, F: QueryFilter>(
     }
 }
 
-/// Queries match archetypes, and a sparse component is in none: a term naming one would
-/// silently match nothing (or everything, for `Without`). Until queries look sparse terms up
-/// per entity, such a query is refused when built.
+/// A sparse component's values are not laid out along an archetype's rows, so no slice of
+/// them can stand for an archetype's chunk.
+#[cold]
+#[track_caller]
+fn refuse_sparse_chunks(world: UnsafeWorldCell<'_>, access: &Access, query: &str) -> ! {
+    // SAFETY: only the component registry and the sparse sets' ids are read.
+    let world = unsafe { world.world() };
+    let name = (world.sparse.iter())
+        .find(|&(id, _)| access.names(id))
+        .map_or("?", |(id, _)| world.components().info(id).name());
+    panic!(
+        "`for_each_chunk` on query `{query}`: component `{name}` is stored in a sparse set, \
+         whose values are not laid out along the archetypes' rows, so there is no column slice \
+         to hand out. Use `for_each` (or `iter`/`iter_mut`), or keep the component in tables"
+    );
+}
+
+/// True when `access` names a component `world` stores in a sparse set.
+fn names_sparse(world: &World, access: &Access) -> bool {
+    world.sparse.any() && world.sparse.iter().any(|(id, _)| access.names(id))
+}
+
+/// A query term that is not one of the built-in ones (a hand-written [`WorldQuery`]) names
+/// a sparse component: it would match archetypes only, where the component is in none.
 #[cold]
 #[track_caller]
 fn refuse_sparse_terms(world: &World, access: &Access, query: &str) {
     if let Some((id, _)) = world.sparse.iter().find(|&(id, _)| access.names(id)) {
         panic!(
-            "query `{query}` names component `{}`, which is stored in a sparse set; queries \
-             do not yet look sparse components up by entity. Read it with `World::get`/`has` \
-             for the entities the query yields, or keep the component in tables (the default)",
+            "query `{query}` names component `{}`, which is stored in a sparse set, through a \
+             term that only reads archetype tables (a hand-written `WorldQuery`). Use the \
+             built-in terms (`&T`, `&mut T`, `Option`, `Has`, `With`, `Without`, `Added`, \
+             `Changed`) for sparse components, or keep the component in tables (the default)",
             world.components().info(id).name()
         );
     }

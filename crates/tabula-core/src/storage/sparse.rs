@@ -317,3 +317,12 @@ impl SparseSet {
         self.dense.reserve(additional);
     }
 }
+
+impl SparseSets {
+    /// How many components are stored sparse (grows by one per registration, so a query can
+    /// tell whether some component became sparse since it last looked).
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}

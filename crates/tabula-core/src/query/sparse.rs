@@ -1,0 +1,178 @@
+//! The sparse path: how a query that names a [sparse-set](crate::ComponentRegistration::sparse_set)
+//! component walks its rows.
+//!
+//! A sparse component is in no archetype's component set, so archetype matching cannot
+//! decide a term over it: `&T`, `&mut T`, `Ref<T>`, `Mut<T>`, `Has<T>`, `Option<..>`,
+//! `With<T>`, `Without<T>`, `Added<T>` and `Changed<T>` over a sparse `T` match every
+//! archetype (the table terms of the query still narrow the list), and are decided per row
+//! instead: the row's entity is looked up in the component's [`SparseSet`](crate::storage::SparseSet)
+//! (two dependent loads), and the row is skipped when a required component is missing.
+//! The item of a sparse term comes from the set's dense row, with its ticks, so change
+//! detection works as for a table column: a written `Mut<T>` marks the dense row's tick,
+//! and `Changed<T>` reads it.
+//!
+//! Whether a query takes this path is decided once, when its state is built (does its
+//! access name a sparse component?), and each pass (`iter`, `for_each`, `get`, ...)
+//! dispatches once to it or to the table path, whose row loops are unchanged: an all-table
+//! query pays nothing for sparse storage. The sparse path marks changes per written row
+//! (no deferred marks, no column floors) and runs `par_for_each` serially.
+//!
+//! The fetch of a sparse term holds a raw pointer to the set inside the world's
+//! `SparseSets`. The sets are created (and their vector grown) only by registration, which
+//! takes `&mut World`, and rows are pushed or removed only by inserts, removals and
+//! despawns, which take `&mut World` too; a query run holds the world borrowed (or, through
+//! an `UnsafeWorldCell`, a scheduler keeps structural changes out of the system's run), so
+//! the set neither moves nor changes shape while a fetch of it is alive.
+
+use super::fetch::QueryData;
+use super::filter::QueryFilter;
+use super::state::{Matched, non_empty};
+use crate::archetype::Archetype;
+use crate::change::RunTicks;
+use crate::entity::Entity;
+use crate::world::World;
+
+/// A walk over the matching rows of a query with sparse terms: the sparse half of a
+/// [`QueryIter`](super::QueryIter).
+pub(crate) struct SparseIter<'w, 's, D: QueryData, F: QueryFilter> {
+    world: &'w World,
+    data_state: &'s D::State,
+    filter_state: &'s F::State,
+    matched: std::slice::Iter<'s, Matched<D::Cache, F::Cache>>,
+    ticks: RunTicks,
+    current: Option<(D::Fetch<'w>, F::Fetch<'w>, &'w [Entity])>,
+    row: usize,
+}
+
+impl<'w, 's, D: QueryData, F: QueryFilter> SparseIter<'w, 's, D, F> {
+    /// # Safety
+    /// As for [`QueryIter::new`](super::QueryIter): the caller holds the query's access for
+    /// `'w`, `world` is the state's world and the state (whose states and matches these are,
+    /// matched on the sparse path) is up to date; only the structure is read through `world`.
+    pub(crate) unsafe fn new(
+        world: &'w World,
+        data_state: &'s D::State,
+        filter_state: &'s F::State,
+        matched: &'s [Matched<D::Cache, F::Cache>],
+        ticks: RunTicks,
+    ) -> Self {
+        Self {
+            world,
+            data_state,
+            filter_state,
+            matched: matched.iter(),
+            ticks,
+            current: None,
+            row: 0,
+        }
+    }
+
+    /// The fetches of one matched archetype.
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new); `matched` is one of the state's matches.
+    #[inline]
+    unsafe fn fetch(
+        &self,
+        matched: &Matched<D::Cache, F::Cache>,
+        archetype: &'w Archetype,
+    ) -> (D::Fetch<'w>, F::Fetch<'w>) {
+        // SAFETY: the caches came from `match_sparse` on this archetype (the state is up to
+        // date and on the sparse path); the sets stay in place for `'w` (module docs); the
+        // access is the caller's.
+        unsafe {
+            (
+                D::fetch_sparse(self.data_state, matched.data, archetype, self.world, self.ticks),
+                F::fetch_sparse(
+                    self.filter_state,
+                    matched.filter,
+                    archetype,
+                    self.world,
+                    self.ticks,
+                ),
+            )
+        }
+    }
+
+    /// Advances to the next row that passes the filter and has every required sparse
+    /// component; returns it with its entity.
+    #[inline]
+    pub(crate) fn advance(&mut self) -> Option<(usize, Entity)> {
+        loop {
+            if let Some((data, filter, entities)) = &mut self.current {
+                while let Some(&entity) = entities.get(self.row) {
+                    let row = self.row;
+                    self.row += 1;
+                    // SAFETY: `row` is a live row of the current archetype, whose fetches
+                    // these are.
+                    if unsafe { F::filter_entity(filter, row, entity) && D::has_entity(data, entity) } {
+                        return Some((row, entity));
+                    }
+                }
+            }
+            let matched = self.matched.next()?;
+            let archetype = &self.world.archetype_list()[matched.archetype.index()];
+            self.row = 0;
+            self.current = (!archetype.is_empty()).then(|| {
+                // SAFETY: a match of the state, per `new`.
+                let (data, filter) = unsafe { self.fetch(matched, archetype) };
+                (data, filter, archetype.entities())
+            });
+        }
+    }
+
+    /// The next item.
+    #[inline]
+    pub(crate) fn next_item(&mut self) -> Option<D::Item<'w>> {
+        let (row, entity) = self.advance()?;
+        let (data, ..) = self.current.as_mut()?;
+        // SAFETY: `advance` left a live row that has every required component; each row is
+        // visited once, so no other item of it is live.
+        unsafe { D::fetch_entity(data, row, entity) }
+    }
+
+    /// Folds the remaining items into `acc`.
+    #[inline]
+    pub(crate) fn fold<B>(mut self, mut acc: B, mut g: impl FnMut(B, D::Item<'w>) -> B) -> B {
+        while let Some(item) = self.next_item() {
+            acc = g(acc, item);
+        }
+        acc
+    }
+}
+
+/// Calls `f` on every matching item of a query on the sparse path.
+///
+/// # Safety
+/// As for [`SparseIter::new`].
+pub(crate) unsafe fn for_each_sparse<D: QueryData, F: QueryFilter>(
+    world: &World,
+    data_state: &D::State,
+    filter_state: &F::State,
+    matched: &[Matched<D::Cache, F::Cache>],
+    ticks: RunTicks,
+    f: &mut impl FnMut(D::Item<'_>),
+) {
+    // SAFETY: `matched` are the state's matches in `world` (the caller's contract).
+    for (matched, archetype, len) in unsafe { non_empty(matched, world.archetype_list()) } {
+        // SAFETY: as in `SparseIter::fetch`.
+        let (mut data, mut filter) = unsafe {
+            (
+                D::fetch_sparse(data_state, matched.data, archetype, world, ticks),
+                F::fetch_sparse(filter_state, matched.filter, archetype, world, ticks),
+            )
+        };
+        let entities = archetype.entities();
+        for (row, &entity) in entities[..len].iter().enumerate() {
+            // SAFETY: a live row of this archetype, visited once; the filter reads it before
+            // the item (which may mark it) is made.
+            unsafe {
+                if F::filter_entity(&mut filter, row, entity)
+                    && let Some(item) = D::fetch_entity(&mut data, row, entity)
+                {
+                    f(item);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Queries over sparse-set components: each test body runs with the components under test
+//! stored in tables and in sparse sets (registered sparse before use), and must give the
+//! same results; queries mix table and sparse terms. Small counts, so that Miri runs the
+//! file in seconds over the sparse path's unsafe code (`&mut` items into dense rows, drops).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tabula_core::{
+    Added, Allow, Changed, Disabled, Entity, Has, Mut, Or, QueryError, Ref, With, Without, World,
+};
+
+/// How the components under test are stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// Runs `body` once per storage, with a world where `Vel`, `Tag` and `Counted` are stored
+/// that way (`Pos` is always in tables).
+fn both(body: impl Fn(Storage, &mut World)) {
+    for storage in [Storage::Table, Storage::Sparse] {
+        let mut world = World::new();
+        if storage == Storage::Sparse {
+            world.register_component::<Vel>().sparse_set();
+            world.register_component::<Tag>().sparse_set();
+            world.register_component::<Counted>().sparse_set();
+        }
+        body(storage, &mut world);
+    }
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Pos(u32);
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Vel(u32);
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Tag;
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Other;
+
+/// A value whose drops are counted.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>, u64);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Spawns `n` entities with `Pos(i)`; every even one also gets `Vel(i)`, every third one
+/// `Tag`, every fifth one `Other` (a second archetype dimension).
+fn populate(world: &mut World, n: u32) -> Vec<Entity> {
+    (0..n)
+        .map(|i| {
+            let e = world.spawn((Pos(i),));
+            if i % 2 == 0 {
+                world.insert(e, (Vel(i),)).unwrap();
+            }
+            if i % 3 == 0 {
+                world.insert(e, (Tag,)).unwrap();
+            }
+            if i % 5 == 0 {
+                world.insert(e, (Other,)).unwrap();
+            }
+            e
+        })
+        .collect()
+}
+
+const N: u32 = if cfg!(miri) { 12 } else { 30 };
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+#[test]
+fn reads_and_filters_match_the_table_results() {
+    both(|storage, world| {
+        populate(world, N);
+        let moving = sorted(
+            world
+                .query::<(&Pos, &Vel)>()
+                .iter(world)
+                .map(|(p, v)| (p.0, v.0))
+                .collect(),
+        );
+        let expected: Vec<_> = (0..N).filter(|i| i % 2 == 0).map(|i| (i, i)).collect();
+        assert_eq!(moving, expected, "{storage:?}");
+
+        let optional = sorted(
+            (world.query::<(&Pos, Option<&Vel>)>().iter(world))
+                .map(|(p, v)| (p.0, v.map(|v| v.0)))
+                .collect(),
+        );
+        assert_eq!(optional.len(), N as usize, "{storage:?}");
+        assert!(
+            optional.iter().all(|&(p, v)| v == (p % 2 == 0).then_some(p)),
+            "{storage:?}"
+        );
+
+        let has = sorted(
+            world
+                .query::<(&Pos, Has<Tag>)>()
+                .iter(world)
+                .map(|(p, t)| (p.0, t))
+                .collect(),
+        );
+        assert!(has.iter().all(|&(p, t)| t == (p % 3 == 0)), "{storage:?}");
+
+        let with = sorted(
+            world
+                .query_filtered::<&Pos, With<Tag>>()
+                .iter(world)
+                .map(|p| p.0)
+                .collect(),
+        );
+        assert_eq!(
+            with,
+            (0..N).filter(|i| i % 3 == 0).collect::<Vec<_>>(),
+            "{storage:?}"
+        );
+
+        let without = sorted(
+            (world
+                .query_filtered::<&Pos, (Without<Tag>, With<Vel>)>()
+                .iter(world))
+            .map(|p| p.0)
+            .collect(),
+        );
+        assert_eq!(
+            without,
+            (0..N).filter(|i| i % 3 != 0 && i % 2 == 0).collect::<Vec<_>>(),
+            "{storage:?}"
+        );
+
+        let either = sorted(
+            (world
+                .query_filtered::<&Pos, Or<(With<Tag>, With<Other>)>>()
+                .iter(world))
+            .map(|p| p.0)
+            .collect(),
+        );
+        assert_eq!(
+            either,
+            (0..N).filter(|i| i % 3 == 0 || i % 5 == 0).collect::<Vec<_>>(),
+            "{storage:?}"
+        );
+
+        // Counts and emptiness agree with the items.
+        assert_eq!(
+            world.query::<&Vel>().count(world),
+            (N as usize).div_ceil(2),
+            "{storage:?}"
+        );
+        assert_eq!(
+            world.query_filtered::<&Pos, With<Tag>>().count(world),
+            with.len(),
+            "{storage:?}"
+        );
+        assert!(!world.query::<&Vel>().is_empty(world), "{storage:?}");
+        let sum: u32 = world.query::<&Vel>().iter(world).map(|v| v.0).sum();
+        assert_eq!(sum, (0..N).filter(|i| i % 2 == 0).sum::<u32>(), "{storage:?}");
+    });
+}
+
+#[test]
+fn writes_through_iter_mut_and_for_each() {
+    both(|storage, world| {
+        populate(world, N);
+        for (mut p, v) in world.query::<(&mut Pos, &Vel)>().iter_mut(world) {
+            p.0 += v.0;
+        }
+        world.query::<&mut Vel>().for_each(world, |mut v| v.0 += 1);
+        let mut q = world.query::<(&mut Vel, Mut<Pos>)>();
+        q.for_each(world, |(mut v, p)| v.0 += p.0);
+        let got = sorted(
+            world
+                .query::<(&Pos, &Vel)>()
+                .iter(world)
+                .map(|(p, v)| (p.0, v.0))
+                .collect(),
+        );
+        let expected: Vec<_> = (0..N)
+            .filter(|i| i % 2 == 0)
+            .map(|i| (2 * i, 2 * i + i + 1))
+            .collect();
+        assert_eq!(got, expected, "{storage:?}");
+    });
+}
+
+#[test]
+fn get_single_and_contains_look_sparse_components_up() {
+    both(|storage, world| {
+        let es = populate(world, 6);
+        let mut q = world.query::<(&Pos, &mut Vel)>();
+        assert_eq!(
+            q.get(world, es[2]).map(|(p, v)| (p.0, v.0)),
+            Ok((2, 2)),
+            "{storage:?}"
+        );
+        assert!(
+            matches!(q.get(world, es[1]), Err(QueryError::NoMatch { .. })),
+            "{storage:?}"
+        );
+        q.get_mut(world, es[4]).unwrap().1.0 = 40;
+        assert_eq!(world.get::<Vel>(es[4]).map(|v| v.0).ok(), Some(40), "{storage:?}");
+        let [(_, mut a), (_, mut b)] = q.get_many_mut(world, [es[0], es[2]]).unwrap();
+        std::mem::swap(&mut a.0, &mut b.0);
+        assert_eq!(world.get::<Vel>(es[0]).map(|v| v.0).ok(), Some(2), "{storage:?}");
+        assert!(
+            q.contains(world, es[0]) && !q.contains(world, es[3]),
+            "{storage:?}"
+        );
+
+        let mut tagged = world.query_filtered::<Entity, (With<Tag>, Without<Other>)>();
+        assert_eq!(tagged.single(world), Ok(es[3]), "{storage:?}");
+        world.insert(es[4], (Tag,)).unwrap();
+        assert!(
+            matches!(tagged.single(world), Err(QueryError::MultipleEntities { .. })),
+            "{storage:?}"
+        );
+        let mut vel_only = world.query_filtered::<&Vel, With<Other>>();
+        assert_eq!(
+            vel_only.single(world).map(|v| v.0),
+            Ok(2),
+            "{storage:?}: swapped above"
+        );
+        world.remove_one::<Vel>(es[0]).unwrap();
+        assert!(
+            matches!(vel_only.single(world), Err(QueryError::NoEntities { .. })),
+            "{storage:?}"
+        );
+    });
+}
+
+#[test]
+fn change_detection_sees_sparse_writes() {
+    both(|storage, world| {
+        let es = populate(world, 8);
+        let mut changed = world.query_filtered::<Entity, Changed<Vel>>();
+        let mut added = world.query_filtered::<Entity, Added<Vel>>();
+        assert_eq!(
+            changed.iter(world).count(),
+            4,
+            "{storage:?}: spawned values count as changed"
+        );
+        assert_eq!(added.iter(world).count(), 4, "{storage:?}");
+        assert_eq!(changed.iter(world).count(), 0, "{storage:?}");
+
+        // Only the written rows count; a `Mut` that is only read marks nothing.
+        let mut q = world.query::<(Entity, &mut Vel)>();
+        q.for_each(world, |(e, mut v)| {
+            if e == es[2] {
+                v.0 += 1;
+            }
+        });
+        for (e, v) in world.query::<(Entity, Mut<Vel>)>().iter_mut(world) {
+            if e == es[4] {
+                let _ = v.0;
+            }
+        }
+        assert_eq!(changed.iter(world).collect::<Vec<_>>(), [es[2]], "{storage:?}");
+        world.query::<&mut Vel>().get_mut(world, es[6]).unwrap().0 += 1;
+        assert_eq!(changed.iter(world).collect::<Vec<_>>(), [es[6]], "{storage:?}");
+
+        // `Ref` reports the same.
+        world.insert(es[1], (Vel(1),)).unwrap();
+        let refs: Vec<_> = (world.query::<(Entity, Ref<Vel>)>().iter(world))
+            .filter(|(_, r)| r.is_added())
+            .map(|(e, _)| e)
+            .collect();
+        assert!(refs.contains(&es[1]), "{storage:?}");
+        assert_eq!(added.iter(world).collect::<Vec<_>>(), [es[1]], "{storage:?}");
+    });
+}
+
+#[test]
+fn disabled_entities_stay_skipped() {
+    both(|storage, world| {
+        let es = populate(world, 6);
+        world.insert(es[0], (Disabled,)).unwrap();
+        assert_eq!(world.query::<&Vel>().iter(world).count(), 2, "{storage:?}");
+        assert_eq!(
+            world
+                .query_filtered::<&Vel, Allow<Disabled>>()
+                .iter(world)
+                .count(),
+            3,
+            "{storage:?}"
+        );
+    });
+}
+
+#[test]
+fn drop_types_and_mutable_items_in_dense_rows() {
+    both(|storage, world| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let es: Vec<_> = (0..6u64).map(|i| world.spawn((Pos(i as u32),))).collect();
+        for (i, &e) in es.iter().enumerate().filter(|(i, _)| i % 2 == 1) {
+            world.insert(e, (Counted(drops.clone(), i as u64),)).unwrap();
+        }
+        let mut q = world.query::<(&Pos, &mut Counted)>();
+        q.for_each(world, |(p, mut c)| c.1 += u64::from(p.0) * 10);
+        for (_, mut c) in q.iter_mut(world) {
+            c.1 += 1;
+        }
+        let got = sorted(world.query::<&Counted>().iter(world).map(|c| c.1).collect());
+        assert_eq!(got, [12, 34, 56], "{storage:?}");
+        world.despawn(es[1]).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "{storage:?}");
+        world.clear();
+        assert_eq!(drops.load(Ordering::Relaxed), 3, "{storage:?}");
+    });
+}
+
+#[test]
+fn par_for_each_covers_sparse_terms() {
+    both(|storage, world| {
+        let n = if cfg!(miri) { 8 } else { 3000 };
+        populate(world, n);
+        let mut q = world.query::<(&Pos, &mut Vel)>();
+        q.par_for_each(world, |(p, mut v)| v.0 += p.0);
+        let bad = world
+            .query::<(&Pos, &Vel)>()
+            .iter(world)
+            .filter(|(p, v)| v.0 != 2 * p.0)
+            .count();
+        assert_eq!(bad, 0, "{storage:?}");
+        assert_eq!(
+            world.query_filtered::<(), Changed<Vel>>().count(world),
+            (n as usize).div_ceil(2)
+        );
+    });
+}
+
+#[test]
+fn a_component_made_sparse_after_a_query_named_it() {
+    let mut world = World::new();
+    let mut q = world.query::<(&Pos, &Vel)>();
+    let mut without = world.query_filtered::<&Pos, Without<Vel>>();
+    world.register_component::<Vel>().sparse_set();
+    let es = populate(&mut world, 4);
+    assert_eq!(q.iter(&world).count(), 2);
+    assert_eq!(q.get(&world, es[2]).map(|(_, v)| v.0), Ok(2));
+    assert_eq!(without.iter(&world).count(), 2);
+}
+
+#[test]
+#[should_panic(expected = "Vel` is stored in a sparse set")]
+fn for_each_chunk_refuses_a_sparse_term() {
+    let mut world = World::new();
+    world.register_component::<Vel>().sparse_set();
+    populate(&mut world, 4);
+    world
+        .query::<(&mut Pos, &Vel)>()
+        .for_each_chunk(&mut world, |_| {});
+}
