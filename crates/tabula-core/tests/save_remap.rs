@@ -387,6 +387,89 @@ fn archetype_with(value: &serde_json::Value, name: &str) -> (usize, usize) {
     panic!("no archetype with {name}");
 }
 
+/// The saved value of `component` held by `entity`, to edit.
+fn value_of<'a>(
+    save: &'a mut serde_json::Value,
+    component: &str,
+    entity: Entity,
+) -> &'a mut serde_json::Value {
+    for archetype in save["archetypes"].as_array_mut().unwrap() {
+        let names = archetype["components"].as_array().unwrap();
+        let Some(c) = names.iter().position(|n| n == component) else {
+            continue;
+        };
+        let Some(row) =
+            (archetype["entities"].as_array().unwrap().iter()).position(|e| *e == entity.to_bits())
+        else {
+            continue;
+        };
+        return &mut archetype["columns"][c][row][2];
+    }
+    panic!("{entity} holds no {component} in the save");
+}
+
+#[test]
+fn a_hierarchy_whose_parent_and_children_disagree_is_refused() {
+    let Fleet {
+        world,
+        carrier,
+        fighters,
+        turret,
+        barrel,
+    } = fleet();
+    let value: serde_json::Value = serde_json::from_str(&json(&world)).unwrap();
+    let ids = |list: &[Entity]| serde_json::Value::from(list.iter().map(|e| e.to_bits()).collect::<Vec<_>>());
+
+    // A child its parent's Children does not list.
+    let mut bad = value.clone();
+    *value_of(&mut bad, "Children", turret) = ids(&[]);
+    refused(
+        &bad.to_string(),
+        &format!("entity {barrel}'s Parent is entity {turret}, whose Children does not list it"),
+    );
+    if cfg!(miri) {
+        // The rest are safe checks over the same staged values: slow through JSON.
+        return;
+    }
+
+    // A parent with no Children at all.
+    let mut bad = value.clone();
+    *value_of(&mut bad, "Children", turret) = ids(&[]);
+    *value_of(&mut bad, "Parent", barrel) = fighters[0].to_bits().into();
+    refused(
+        &bad.to_string(),
+        &format!(
+            "entity {barrel}'s Parent is entity {}, which has no Children",
+            fighters[0]
+        ),
+    );
+
+    // Children listing an entity whose Parent is another.
+    let mut bad = value.clone();
+    *value_of(&mut bad, "Children", carrier) = ids(&[turret, barrel]);
+    refused(
+        &bad.to_string(),
+        &format!("entity {carrier}'s Children lists entity {barrel}, whose Parent is entity {turret}"),
+    );
+
+    // Children listing an entity with no Parent, and one entity twice.
+    let mut bad = value.clone();
+    *value_of(&mut bad, "Children", carrier) = ids(&[turret, fighters[0]]);
+    refused(
+        &bad.to_string(),
+        &format!(
+            "entity {carrier}'s Children lists entity {}, which has no Parent",
+            fighters[0]
+        ),
+    );
+    let mut bad = value.clone();
+    *value_of(&mut bad, "Children", carrier) = ids(&[turret, turret]);
+    refused(
+        &bad.to_string(),
+        &format!("entity {carrier}'s Children lists entity {turret} twice"),
+    );
+}
+
 #[test]
 fn a_cycle_in_a_saved_hierarchy_is_refused() {
     let Fleet {

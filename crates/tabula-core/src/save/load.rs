@@ -23,8 +23,9 @@ use super::map::TableMapper;
 use super::read::{SavedResource, SavedSparse, SavedWorld, WorldSeed};
 use super::snapshot::SAVE_FORMAT;
 use crate::change::{ComponentTicks, Tick};
+use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, GENERATION_BITS, GENERATION_MASK, LaneHolder, LaneState};
-use crate::hierarchy::Parent;
+use crate::hierarchy::{Children, Parent};
 use crate::location::{ArchetypeId, EntityLocation};
 use crate::world::World;
 
@@ -443,21 +444,45 @@ impl World {
         }
     }
 
-    /// No saved entity is its own ancestor along [`Parent`].
+    /// The saved hierarchy is one a world can have: no entity is its own ancestor along
+    /// [`Parent`], and [`Parent`] and [`Children`] agree — every entity with a `Parent` is
+    /// listed (once) by its parent's `Children`, and every entity a `Children` lists has
+    /// that parent as its `Parent`. (The hierarchy's hooks keep both sides in step in a
+    /// world; a load runs no hook, so a save whose sides disagree would load a hierarchy
+    /// that despawns and reparents wrongly.)
     fn check_hierarchy(&self, saved: &SavedWorld) -> Result<(), LoadError> {
         let Some(parent) = self.components().id::<Parent>() else {
             return Ok(());
         };
-        let mut parents = hashbrown::HashMap::new();
-        for archetype in &saved.archetypes {
-            let Some(column) = archetype.columns.iter().find(|c| c.id == parent) else {
-                continue;
-            };
-            for (row, &bits) in archetype.entities.iter().enumerate() {
-                // SAFETY: the column is `Parent`'s (its id), so its rows are `Parent`s, and
-                // it holds one per entity (checked while reading).
-                let of = unsafe { *column.ptr(row).cast::<Parent>() };
-                parents.insert(bits, of.get().to_bits());
+        let children_id = self.components().id::<Children>();
+        // Every saved value of a component, with its holder: archetype columns, then sparse
+        // sets, in save order.
+        let holders = |id: ComponentId| {
+            let columns = (saved.archetypes.iter())
+                .filter_map(move |a| Some((&a.entities, a.columns.iter().find(|c| c.id == id)?)));
+            let sets = (saved.sparse.iter())
+                .filter(move |set| set.id == id)
+                .map(|set| (&set.entities, &set.column));
+            columns.chain(sets).flat_map(|(entities, column)| {
+                (entities.iter().enumerate()).map(move |(row, &bits)| (bits, column.ptr(row)))
+            })
+        };
+        // In save order (for a deterministic error), and by child for the lookups.
+        let mut links: Vec<(u64, u64)> = Vec::new();
+        for (bits, ptr) in holders(parent) {
+            // SAFETY: the column is `Parent`'s (its id), so its rows are `Parent`s, and it
+            // holds one per entity (checked while reading).
+            let of = unsafe { *ptr.cast::<Parent>() };
+            links.push((bits, of.get().to_bits()));
+        }
+        let parents: hashbrown::HashMap<u64, u64> = links.iter().copied().collect();
+        let mut lists: Vec<(u64, &[Entity])> = Vec::new();
+        if let Some(children_id) = children_id {
+            for (bits, ptr) in holders(children_id) {
+                // SAFETY: as above, for `Children`; the staged column outlives the borrow
+                // (it lives in `saved`, borrowed for this call).
+                let list: &Children = unsafe { &*ptr.cast::<Children>() };
+                lists.push((bits, &list[..]));
             }
         }
         for &start in parents.keys() {
@@ -474,6 +499,53 @@ impl World {
                     Some(&up) => current = up,
                     None => break,
                 }
+            }
+        }
+        let show = |bits: u64| Entity::from_bits(bits).expect("checked: an entity id");
+        let by_parent: hashbrown::HashMap<u64, &[Entity]> = lists.iter().copied().collect();
+        for &(parent_bits, list) in &lists {
+            let mut seen = hashbrown::HashSet::with_capacity(list.len());
+            for child in list {
+                let child_bits = child.to_bits();
+                if !seen.insert(child_bits) {
+                    return Err(invalid(format!(
+                        "entity {}'s Children lists entity {child} twice",
+                        show(parent_bits)
+                    )));
+                }
+                match parents.get(&child_bits) {
+                    Some(&up) if up == parent_bits => {}
+                    Some(&up) => {
+                        return Err(invalid(format!(
+                            "the saved hierarchy disagrees with itself: entity {}'s Children lists \
+                             entity {child}, whose Parent is entity {}",
+                            show(parent_bits),
+                            show(up)
+                        )));
+                    }
+                    None => {
+                        return Err(invalid(format!(
+                            "the saved hierarchy disagrees with itself: entity {}'s Children lists \
+                             entity {child}, which has no Parent",
+                            show(parent_bits)
+                        )));
+                    }
+                }
+            }
+        }
+        for &(child_bits, parent_bits) in &links {
+            let listed = by_parent.get(&parent_bits);
+            if !listed.is_some_and(|list| list.iter().any(|c| c.to_bits() == child_bits)) {
+                let why = if listed.is_some() {
+                    "whose Children does not list it"
+                } else {
+                    "which has no Children"
+                };
+                return Err(invalid(format!(
+                    "the saved hierarchy disagrees with itself: entity {}'s Parent is entity {}, {why}",
+                    show(child_bits),
+                    show(parent_bits)
+                )));
             }
         }
         Ok(())
