@@ -301,3 +301,34 @@ fn the_ship_is_one_entity_that_goes_playing_destroyed_respawning_and_back() {
     }
     assert_eq!(states[0], "playing");
 }
+
+/// The ship's body comes from the data file (`src/asteroids/templates.json`): the marker and
+/// its motion at rest, as the file gives them, under the ship template the game spawns.
+#[test]
+fn the_ship_is_built_from_the_template_file() {
+    use tabula::World;
+    use tabula_examples::asteroids::components::{Motion, Spaceship};
+    use tabula_examples::asteroids::systems::{
+        SHIP, SHIP_BODY, data_templates, register_template_components, ship_template,
+    };
+
+    let mut world = World::new();
+    register_template_components(&mut world);
+    let templates = data_templates(&world);
+    let body = templates.iter().find(|t| t.name() == SHIP_BODY).unwrap();
+    let mut names: Vec<_> = body.components().collect();
+    names.sort_unstable();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let ship = ship_template(body);
+    assert_eq!(ship.name(), SHIP);
+    assert_eq!(ship.bases().collect::<Vec<_>>(), [SHIP_BODY]);
+    let e = world.spawn_template(&ship);
+    assert!(world.has::<Spaceship>(e));
+    let file: serde_json::Value =
+        serde_json::from_str(tabula_examples::asteroids::systems::TEMPLATES).unwrap();
+    let damping = file[SHIP_BODY]["components"]["Motion"]["damping"]
+        .as_f64()
+        .unwrap() as f32;
+    assert_eq!(world.get::<Motion>(e).unwrap().damping, damping);
+    assert_eq!(world.get::<Motion>(e).unwrap().velocity, (0.0, 0.0));
+}

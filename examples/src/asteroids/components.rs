@@ -5,6 +5,7 @@
 //! (the ship's [`EntityStateMachine`](tabula::EntityStateMachine), built by
 //! [`ship_states`](super::systems::ship_states), swaps them).
 
+use serde::{Deserialize, Serialize};
 use tabula::schedule::{States, SystemSet};
 
 /// Where something is and which way it faces (radians).
@@ -19,7 +20,7 @@ pub struct Position {
 }
 
 /// How something moves.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Motion {
     /// Velocity, units per second.
     pub velocity: (f32, f32),
@@ -76,7 +77,7 @@ pub struct Bullet {
 pub struct Asteroid;
 
 /// Marks the player's ship.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spaceship;
 
 /// Something destroyed, playing out its death before it disappears.

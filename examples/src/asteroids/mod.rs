@@ -17,7 +17,9 @@
 //!
 //! The ship is spawned from a [`Template`] the rules register by name
 //! ([`systems::ship_template`]): what every ship starts with, in one place, given its
-//! position at the spawn. A ship or asteroid changes state by swapping components, as in
+//! position at the spawn. Its body — the marker and its motion at rest — is read from a
+//! data file, `src/asteroids/templates.json` ([`systems::TEMPLATES`]), which a designer
+//! edits without touching Rust; the code adds what data cannot hold (its state machine). A ship or asteroid changes state by swapping components, as in
 //! the original. The ship does it through an [`EntityStateMachine`]
 //! ([`systems::ship_states`]): one entity all game long, *playing* (controls, gun,
 //! collision circle), *destroyed* (death throes: a wreck drifting for 5 s) and *respawning*
@@ -67,7 +69,11 @@ pub fn rules(world: &mut World) {
     use systems::*;
     world.insert_resource(GameState::new(0));
     register_debug(world);
-    world.register_template(ship_template());
+    register_template_components(world);
+    let body = (data_templates(world).into_iter())
+        .find(|t| t.name() == SHIP_BODY)
+        .expect("templates.json defines the ship body");
+    world.register_template(ship_template(&body));
     world.init_resource::<Pilot>();
     world.init_resource::<ScreenClock>();
     world.add_event::<Explosion>();

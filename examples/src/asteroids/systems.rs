@@ -87,26 +87,52 @@ pub fn ship_states() -> EntityStateMachine {
         .state(RESPAWNING, |s| s)
 }
 
-/// At rest: how a ship (re)appears.
+/// The entity templates a designer edits: a map from template name to its components,
+/// by the names [`register_template_components`] gives them (`World::read_templates`'s
+/// format). Built into the program; edit the file and rebuild.
+pub const TEMPLATES: &str = include_str!("templates.json");
+
+/// The template in [`TEMPLATES`] that [`ship_template`] extends: what a ship is made of.
+pub const SHIP_BODY: &str = "ship body";
+
+/// Registers the components [`TEMPLATES`] may list, under the names it lists them by.
+pub fn register_template_components(world: &mut World) {
+    world.register_template_component::<Spaceship>("Spaceship");
+    world.register_template_component::<Motion>("Motion");
+}
+
+/// The templates of [`TEMPLATES`], read for `world` (whose template components are
+/// registered).
+///
+/// # Panics
+/// When the file is not a template file this game can read: it is part of the program.
+pub fn data_templates(world: &World) -> Vec<Template> {
+    world
+        .read_templates(&mut serde_json::Deserializer::from_str(TEMPLATES))
+        .unwrap_or_else(|e| panic!("src/asteroids/templates.json: {e}"))
+}
+
+/// At rest: how a ship (re)appears — the `Motion` of [`SHIP_BODY`] in [`TEMPLATES`], so the
+/// respawn and the first spawn agree with the file.
 fn ship_motion() -> Motion {
-    Motion {
-        velocity: (0.0, 0.0),
-        angular_velocity: 0.0,
-        damping: 0.15,
-    }
+    static AT_REST: std::sync::OnceLock<Motion> = std::sync::OnceLock::new();
+    *AT_REST.get_or_init(|| {
+        let file: serde_json::Value = serde_json::from_str(TEMPLATES).expect("templates.json is JSON");
+        serde_json::from_value(file[SHIP_BODY]["components"]["Motion"].clone())
+            .expect("templates.json gives the ship body a Motion")
+    })
 }
 
 /// The ship template's name in the world's [`Templates`]: [`rules`](super::rules)
 /// registers [`ship_template`] under it.
 pub const SHIP: &str = "ship";
 
-/// What every ship starts with (Ash's `EntityCreator.createSpaceship`): the marker, a ship
-/// at rest, an empty sound queue and its [state machine](ship_states), not yet in a state.
-/// Where it appears is given at the spawn.
-pub fn ship_template() -> Template {
-    Template::new(SHIP)
-        .with(Spaceship)
-        .with_fn(ship_motion)
+/// What every ship starts with (Ash's `EntityCreator.createSpaceship`): the ship body read
+/// from [`TEMPLATES`] (the marker and a ship at rest), then what code gives — an empty sound
+/// queue and its [state machine](ship_states), not yet in a state. Where it appears is
+/// given at the spawn.
+pub fn ship_template(body: &Template) -> Template {
+    Template::extending(SHIP, body)
         .with_default::<Audio>()
         .with(ship_states())
 }
