@@ -722,6 +722,49 @@ fn changed_filter(c: &mut Criterion) {
     ]);
 }
 
+/// `pos += vel` over 10,000 entities with `Velocity` in a sparse set, in a world of its own.
+struct SparseIterState {
+    /// `Velocity` in tables: the plain `simple_iter` pass.
+    table: IterState,
+    /// `Velocity` stored sparse (registered before the spawns).
+    sparse: World,
+    sparse_query: QueryState<(&'static mut Position, &'static Velocity)>,
+}
+
+impl Rounds for SparseIterState {}
+
+/// 10,000 entities: `pos += vel` with `vel` in a sparse set, beside the same pass with `vel`
+/// in a table and the plain-`Vec` baseline. Each sparse row costs a lookup by entity (the
+/// sparse slot, then the dense row's entity) on top of the table pass.
+fn sparse_iter(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let mut states = placements(|copy| {
+        let table = IterState::new(N, copy);
+        let mut sparse = World::new();
+        sparse.register_component::<Velocity>().sparse_set();
+        sparse.spawn_batch((0..N).map(simple_bundle)).for_each(drop);
+        let sparse_query = sparse.query();
+        SparseIterState {
+            table,
+            sparse,
+            sparse_query,
+        }
+    });
+    bench_group!(c, "sparse_iter", &mut states, [
+        "tabula_sparse" => |s: &mut SparseIterState| {
+            s.sparse_query
+                .for_each(&mut s.sparse, |(mut pos, vel)| integrate(&mut pos, vel))
+        };
+        "tabula_table" => |s: &mut SparseIterState| tabula_pass(&mut s.table);
+        "raw" => |s: &mut SparseIterState| {
+            let (positions, velocities) = black_box((&mut s.table.positions, &s.table.velocities));
+            for (pos, vel) in positions.iter_mut().zip(velocities.iter()) {
+                integrate(pos, vel);
+            }
+        };
+    ]);
+}
+
 fn main() {
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -734,5 +777,6 @@ fn main() {
     light_par(&mut c);
     big_iter(&mut c);
     changed_filter(&mut c);
+    sparse_iter(&mut c);
     c.final_summary();
 }
