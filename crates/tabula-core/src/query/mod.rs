@@ -20,6 +20,11 @@
 //! matching unless the query names the component ([`Allow`], `With<Disabled>`, ...), so the
 //! default filter costs nothing per row either (see [`crate::disabled`]).
 //!
+//! A query naming a [sparse-set](crate::ComponentRegistration::sparse_set) component takes
+//! another path, chosen once when its state is built: its sparse terms match every archetype
+//! and are decided per row by looking the row's entity up in the component's set (see
+//! `sparse.rs`). The table path described above is untouched by it.
+//!
 //! ## Borrowing
 //!
 //! Read-only queries iterate through `&World`; queries that write need `&mut World`, so two

@@ -5,7 +5,7 @@
 //! decide a term over it: `&T`, `&mut T`, `Ref<T>`, `Mut<T>`, `Has<T>`, `Option<..>`,
 //! `With<T>`, `Without<T>`, `Added<T>` and `Changed<T>` over a sparse `T` match every
 //! archetype (the table terms of the query still narrow the list), and are decided per row
-//! instead: the row's entity is looked up in the component's [`SparseSet`](crate::storage::SparseSet)
+//! instead: the row's entity is looked up in the component's `SparseSet`
 //! (two dependent loads), and the row is skipped when a required component is missing.
 //! The item of a sparse term comes from the set's dense row, with its ticks, so change
 //! detection works as for a table column: a written `Mut<T>` marks the dense row's tick,
