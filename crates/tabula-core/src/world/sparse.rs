@@ -159,9 +159,9 @@ impl World {
         entity
     }
 
-    /// Inserts bundle `B` (bundle `id`), which has a sparse field, into live `entity`;
-    /// reservations are flushed (the caller's `insert_general` did both). With `APPLY`, the
-    /// hooks' commands are applied before it returns.
+    /// Inserts bundle `B` (bundle `id`), which has a sparse field, into live `entity`, with
+    /// reservations flushed (the callers, `insert_general` and `spawn_with_sparse`, did
+    /// both). With `APPLY`, the hooks' commands are applied before it returns.
     ///
     /// A one-field bundle of a component without hooks (observers and required components
     /// are hooks too) is the fast path: the flag word is tested once, and the value goes
@@ -179,27 +179,37 @@ impl World {
             if self.components.info(component).has_hooks(u8::MAX) {
                 return self.insert_sparse_hooked::<B, APPLY>(entity, component, bundle);
             }
-            let tick = super::tick_now(&mut self.change_tick);
-            let set = self
-                .sparse
-                .get_mut(component)
-                .expect("the bundle's one field is sparse");
-            let row = set.row_of(entity);
-            // SAFETY: the set's one column (index 0) stores the bundle's one field; `row` is
-            // either the entity's (`Some`: initialised, replaced) or `None`, and then a row is
-            // freshly pushed (uninitialised) and written at once; writing cannot panic.
-            unsafe {
-                match row {
-                    Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
-                    None => {
-                        let row = set.push_uninit(entity);
-                        bundle.write_new(set.table_mut(), &[0], row, tick);
-                    }
-                }
-            }
+            self.write_one_sparse(entity, component, bundle);
             return;
         }
         self.insert_sparse_mixed::<B, APPLY>(entity, id, bundle);
+    }
+
+    /// Writes one-field bundle `B`'s value as `entity`'s value of sparse `component` (the
+    /// bundle's one field), stamped now: a new row (`true`: added) or over the old value,
+    /// which is dropped (`false`). No hooks.
+    #[inline(always)]
+    fn write_one_sparse<B: Bundle>(&mut self, entity: Entity, component: ComponentId, bundle: B) -> bool {
+        debug_assert_eq!(B::FIELDS, 1);
+        let tick = super::tick_now(&mut self.change_tick);
+        let set = self
+            .sparse
+            .get_mut(component)
+            .expect("the bundle's one field is sparse");
+        let row = set.row_of(entity);
+        // SAFETY: the set's one column (index 0) stores the bundle's one field; `row` is
+        // either the entity's (`Some`: initialised, replaced) or `None`, and then a row is
+        // freshly pushed (uninitialised) and written at once; writing cannot panic.
+        unsafe {
+            match row {
+                Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
+                None => {
+                    let row = set.push_uninit(entity);
+                    bundle.write_new(set.table_mut(), &[0], row, tick);
+                }
+            }
+        }
+        row.is_none()
     }
 
     /// [`insert_with_sparse`](Self::insert_with_sparse) of a one-field bundle of sparse
@@ -217,23 +227,8 @@ impl World {
         if present {
             self.run_hooks(HookKind::Replace, entity, &[component]);
         }
-        let tick = super::tick_now(&mut self.change_tick);
-        let set = self
-            .sparse
-            .get_mut(component)
-            .expect("the bundle's one field is sparse");
-        let row = set.row_of(entity);
-        // SAFETY: as in `insert_with_sparse`.
-        unsafe {
-            match row {
-                Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
-                None => {
-                    let row = set.push_uninit(entity);
-                    bundle.write_new(set.table_mut(), &[0], row, tick);
-                }
-            }
-        }
-        if row.is_none() {
+        let added = self.write_one_sparse(entity, component, bundle);
+        if added {
             self.run_hooks(HookKind::Add, entity, &[component]);
         }
         self.run_hooks(HookKind::Insert, entity, &[component]);
