@@ -73,6 +73,10 @@ thread_local! {
     /// The next event of this thread's context. Kept apart from the path, so that a scope
     /// that records nothing touches only this.
     static NEXT: Cell<u64> = const { Cell::new(0) };
+    /// Whether `PATH` is empty, kept beside it by [`enter`] and [`Restore`] (the only
+    /// writers of `PATH`), so that a system's fresh root tests it without reaching the path
+    /// (a thread-local with a destructor, behind a `RefCell`).
+    static AT_ROOT: Cell<bool> = const { Cell::new(true) };
 }
 
 /// Takes the next event of this thread's context.
@@ -104,6 +108,7 @@ struct Restore {
 
 impl Drop for Restore {
     fn drop(&mut self) {
+        AT_ROOT.with(|at_root| at_root.set(self.path.is_empty()));
         PATH.with(|path| *path.borrow_mut() = std::mem::take(&mut self.path));
         NEXT.with(|next| next.set(self.next));
     }
@@ -111,6 +116,7 @@ impl Drop for Restore {
 
 /// Makes `path`, with its counter at 0, this thread's context until the guard is dropped.
 fn enter(path: ScopeKey) -> Restore {
+    AT_ROOT.with(|at_root| at_root.set(path.is_empty()));
     Restore {
         path: PATH.with(|current| current.replace(path)),
         next: NEXT.with(|next| next.replace(0)),
@@ -153,7 +159,7 @@ pub fn with_fresh_command_context<R>(f: impl FnOnce() -> R) -> R {
     // usual case) is at a root already, whose path is the fresh one; only the counter
     // needs saving. Swapping the inline path in and out cost ~150 of the ~270 instructions
     // a trivial system took through the executor (`sched_overhead`, `frame_overhead`).
-    if PATH.with(|path| path.borrow().is_empty()) {
+    if AT_ROOT.with(Cell::get) {
         let _restore = RestoreNext(NEXT.with(|next| next.replace(0)));
         return f();
     }
@@ -396,6 +402,37 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_root_entered_from_a_root_restores_the_counter_also_on_unwind() {
+        let first = (0..3).map(|_| next_event()).last().unwrap();
+        // The fresh root numbers its events from 0.
+        with_fresh_command_context(|| {
+            assert_eq!(next_event(), 0);
+            assert_eq!(next_event(), 1);
+        });
+        let unwound = std::panic::catch_unwind(|| {
+            with_fresh_command_context(|| {
+                assert_eq!(next_event(), 0);
+                panic!("out of the system");
+            })
+        });
+        assert!(unwound.is_err());
+        // The root's counter goes on where it was.
+        assert_eq!(next_event(), first + 1);
+        assert!(AT_ROOT.with(Cell::get));
+        // Inside a run (not a root), a fresh root still starts from 0 with an empty path.
+        let pass = begin_pass();
+        in_run(&pass, 0, 0, || {
+            assert!(!AT_ROOT.with(Cell::get));
+            with_fresh_command_context(|| {
+                assert!(AT_ROOT.with(Cell::get));
+                assert_eq!(key_of(next_event()).as_slice(), [0]);
+            });
+            assert!(!AT_ROOT.with(Cell::get));
+        });
+        assert!(AT_ROOT.with(Cell::get));
+    }
+
+    #[test]
     fn contexts_are_restored_on_unwind() {
         let queue = ParallelCommandQueue::new();
         let other = ParallelCommandQueue::new();
@@ -416,6 +453,7 @@ mod tests {
         assert_eq!(applied(queue), vec![0, 1, 2]);
         assert_eq!(applied(other), vec![10]);
         assert!(PATH.with(|path| path.borrow().is_empty()));
+        assert!(AT_ROOT.with(Cell::get));
     }
 
     #[derive(Clone, Copy)]
