@@ -71,7 +71,8 @@ pub(crate) struct SystemSlot {
     pub(crate) conditions: Vec<BoxedCondition>,
     /// The run conditions of the sets it is in, shared with the sets' other systems.
     pub(crate) set_conditions: Vec<SetConditionUse>,
-    /// The ticks its set conditions take, together (see `ticks.rs`).
+    /// [`sum_set_condition_ticks`](Self::sum_set_condition_ticks), kept for the run (set
+    /// when the schedule is built: see `ticks.rs`).
     pub(crate) set_condition_ticks: u64,
     /// The system's access plus its conditions'.
     pub(crate) access: SystemAccess,
@@ -103,6 +104,20 @@ impl SystemSlot {
     #[inline]
     pub(crate) fn is_exclusive(&self) -> bool {
         self.is_apply_deferred || self.access.is_exclusive()
+    }
+
+    /// The ticks its own run conditions take, one after another.
+    pub(crate) fn own_condition_ticks(&self) -> u64 {
+        self.conditions.iter().map(|c| c.ticks_per_run()).sum()
+    }
+
+    /// The ticks its sets' run conditions take, one after another: every member reserves
+    /// them, whichever member evaluates the condition (see `ticks.rs`).
+    pub(crate) fn sum_set_condition_ticks(&self) -> u64 {
+        self.set_conditions
+            .iter()
+            .map(|c| c.condition.ticks_per_run())
+            .sum()
     }
 
     /// The sampled cost of one run (`u64::MAX` before the first sample).

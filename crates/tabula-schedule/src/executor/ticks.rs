@@ -110,7 +110,7 @@ pub(crate) fn place_set_conditions(
         };
         let slot = &mut slots[index];
         let exclusive = slot.is_exclusive();
-        let start = layout.offset(node) + slot.conditions.iter().map(|c| c.ticks_per_run()).sum::<u64>();
+        let start = layout.offset(node) + slot.own_condition_ticks();
         let mut at = start;
         for used in &mut slot.set_conditions {
             let (first_segment, first_at) =
@@ -122,7 +122,7 @@ pub(crate) fn place_set_conditions(
             };
             at += used.condition.ticks_per_run();
         }
-        slot.set_condition_ticks = at - start;
+        slot.set_condition_ticks = slot.sum_set_condition_ticks();
         if exclusive {
             segment += 1;
         }
@@ -139,13 +139,7 @@ fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
         unreachable!("sync points are exclusive")
     };
     let slot = &slots[index];
-    let conditions: u64 = slot.conditions.iter().map(|c| c.ticks_per_run()).sum();
-    let set_conditions: u64 = slot
-        .set_conditions
-        .iter()
-        .map(|c| c.condition.ticks_per_run())
-        .sum();
-    Some(conditions + set_conditions + slot.system.ticks_per_run())
+    Some(slot.own_condition_ticks() + slot.sum_set_condition_ticks() + slot.system.ticks_per_run())
 }
 
 #[cfg(all(test, not(loom)))]
