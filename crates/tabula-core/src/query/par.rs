@@ -139,11 +139,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// ```
     /// use tabula::World;
     /// let mut world = World::new();
-    /// world.spawn_batch((0..10_000u32).map(|i| (i, 0u64)));
+    /// world.spawn_batch((0..2_000u32).map(|i| (i, 0u64)));
     /// let mut q = world.query::<(&u32, &mut u64)>();
     /// q.par_for_each(&mut world, |(n, mut square)| *square = u64::from(*n) * u64::from(*n));
     /// let total: u64 = world.query::<&u64>().iter(&world).sum();
-    /// assert_eq!(total, (0..10_000u64).map(|n| n * n).sum::<u64>());
+    /// assert_eq!(total, (0..2_000u64).map(|n| n * n).sum::<u64>());
     /// ```
     pub fn par_for_each<Func>(&mut self, world: &mut World, f: Func)
     where
