@@ -131,8 +131,8 @@ impl<'w, 's, D: QueryData, F: QueryFilter> SparseIter<'w, 's, D, F> {
         unsafe { D::fetch_entity(data, row, entity) }
     }
 
-    /// Folds the remaining items into `acc`.
-    #[inline]
+    /// Folds the remaining items into `acc` (out of line: see [`for_each_sparse`]).
+    #[inline(never)]
     pub(crate) fn fold<B>(mut self, mut acc: B, mut g: impl FnMut(B, D::Item<'w>) -> B) -> B {
         while let Some(item) = self.next_item() {
             acc = g(acc, item);
@@ -143,8 +143,12 @@ impl<'w, 's, D: QueryData, F: QueryFilter> SparseIter<'w, 's, D, F> {
 
 /// Calls `f` on every matching item of a query on the sparse path.
 ///
+/// Out of line, so that the table path's `for_each`, which dispatches here, stays as small
+/// (and its callees as inlined) as without it.
+///
 /// # Safety
 /// As for [`SparseIter::new`].
+#[inline(never)]
 pub(crate) unsafe fn for_each_sparse<D: QueryData, F: QueryFilter>(
     world: &World,
     data_state: &D::State,

@@ -252,6 +252,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// world's change tick and this state's `last_run`. The clock advances without the atomic
     /// read-modify-write of `World::start_run` (which `iter` takes), which costs as much as a
     /// short query pass, and old ticks are clamped when due.
+    #[inline]
     pub(crate) fn begin_run_mut(&mut self, world: &mut World) -> RunTicks {
         self.update_archetypes(world);
         world.start_run_mut(&mut self.last_run)
