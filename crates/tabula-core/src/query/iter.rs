@@ -10,7 +10,8 @@ use crate::archetype::Archetype;
 use crate::change::RunTicks;
 use crate::world::UnsafeWorldCell;
 
-/// The iterator of a query's items; see [`QueryState::iter`] and [`QueryState::iter_mut`].
+/// The iterator of a query's items; see [`QueryState::iter`](super::QueryState::iter) and
+/// [`QueryState::iter_mut`](super::QueryState::iter_mut).
 ///
 /// Items borrow the world for `'w`, so none can outlive the borrow it came from:
 ///
