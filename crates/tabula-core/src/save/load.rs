@@ -502,7 +502,11 @@ impl World {
             }
         }
         let show = |bits: u64| Entity::from_bits(bits).expect("checked: an entity id");
-        let by_parent: hashbrown::HashMap<u64, &[Entity]> = lists.iter().copied().collect();
+        let with_children: hashbrown::HashSet<u64> = lists.iter().map(|&(parent, _)| parent).collect();
+        // Every child some Children lists; each was just checked to name that list's owner
+        // as its Parent, so a child found here is listed by its own parent. (A set, not a
+        // scan of the parent's list per child: a root with N children stays O(N).)
+        let mut listed = hashbrown::HashSet::new();
         for &(parent_bits, list) in &lists {
             let mut seen = hashbrown::HashSet::with_capacity(list.len());
             for child in list {
@@ -514,7 +518,9 @@ impl World {
                     )));
                 }
                 match parents.get(&child_bits) {
-                    Some(&up) if up == parent_bits => {}
+                    Some(&up) if up == parent_bits => {
+                        listed.insert(child_bits);
+                    }
                     Some(&up) => {
                         return Err(invalid(format!(
                             "the saved hierarchy disagrees with itself: entity {}'s Children lists \
@@ -534,9 +540,8 @@ impl World {
             }
         }
         for &(child_bits, parent_bits) in &links {
-            let listed = by_parent.get(&parent_bits);
-            if !listed.is_some_and(|list| list.iter().any(|c| c.to_bits() == child_bits)) {
-                let why = if listed.is_some() {
+            if !listed.contains(&child_bits) {
+                let why = if with_children.contains(&parent_bits) {
                     "whose Children does not list it"
                 } else {
                     "which has no Children"
