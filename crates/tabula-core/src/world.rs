@@ -416,6 +416,11 @@ impl World {
             // move rows (the entity's too) or despawn it, so the slot is looked up again below.
             self.run_despawn_hooks(entity);
             self.apply_hook_commands();
+            // The hooks' commands may have made the world's first sparse set and put a
+            // value of it on the entity.
+            if self.sparse.any() {
+                return self.free_with_sparse(entity);
+            }
         }
         self.free_entity_and_row(entity)
     }
@@ -452,6 +457,12 @@ impl World {
             self.run_despawn_hooks(entity);
             self.apply_hook_commands();
         }
+        self.free_with_sparse(entity)
+    }
+
+    /// The end of a despawn in a world with sparse sets, once the hooks ran: takes the
+    /// entity's sparse values out, then frees its id and row.
+    fn free_with_sparse(&mut self, entity: Entity) -> Result<(), EntityError> {
         if !self.contains(entity) {
             return Err(self.not_found(entity));
         }

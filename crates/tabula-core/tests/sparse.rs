@@ -590,30 +590,49 @@ fn replacing_a_value_drops_the_old_one_once_and_marks_it_changed_on_every_path()
         world.clear_trackers();
         // One field, by type.
         world.insert_one(es[1], counted(10)).unwrap();
-        assert_eq!(drops.load(Ordering::Relaxed), 1, "{storage:?}: insert_one replaces");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            1,
+            "{storage:?}: insert_one replaces"
+        );
         // By id.
         tabula_core::OwningPtr::make(counted(11), |value| {
             // SAFETY: a `Counted`, component `id`'s type.
             unsafe { world.insert_by_id(es[1], id, value) }
         })
         .unwrap();
-        assert_eq!(drops.load(Ordering::Relaxed), 2, "{storage:?}: insert_by_id replaces");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            2,
+            "{storage:?}: insert_by_id replaces"
+        );
         // A mixed bundle.
         world.insert(es[1], (counted(12), Vel(1))).unwrap();
-        assert_eq!(drops.load(Ordering::Relaxed), 3, "{storage:?}: a mixed insert replaces");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            3,
+            "{storage:?}: a mixed insert replaces"
+        );
         {
             let value = world.get_mut::<Counted>(es[1]).unwrap();
             assert!(value.is_changed() && !value.is_added(), "{storage:?}");
             assert_eq!(value.1, 12, "{storage:?}");
         }
-        assert!(!world.get_mut::<Counted>(es[0]).unwrap().is_changed(), "{storage:?}");
+        assert!(
+            !world.get_mut::<Counted>(es[0]).unwrap().is_changed(),
+            "{storage:?}"
+        );
         // Removing the first value fills its place with the last; the others keep theirs.
         let removed = world.remove_one::<Counted>(es[0]).unwrap();
         assert_eq!(removed.1, 0, "{storage:?}");
         drop(removed);
         assert_eq!(world.get::<Counted>(es[1]).unwrap().1, 12, "{storage:?}");
         assert_eq!(world.get::<Counted>(es[2]).unwrap().1, 2, "{storage:?}");
-        assert_eq!(world.remove_one::<Counted>(es[2]).unwrap().1, 2, "{storage:?}: the last");
+        assert_eq!(
+            world.remove_one::<Counted>(es[2]).unwrap().1,
+            2,
+            "{storage:?}: the last"
+        );
         assert_eq!(
             world.remove_one::<Counted>(es[2]).unwrap_err(),
             EntityError::MissingComponent {
@@ -624,6 +643,40 @@ fn replacing_a_value_drops_the_old_one_once_and_marks_it_changed_on_every_path()
         );
         assert_eq!(drops.load(Ordering::Relaxed), 5, "{storage:?}");
         drop(world);
-        assert_eq!(drops.load(Ordering::Relaxed), 6, "{storage:?}: the world drops 12");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            6,
+            "{storage:?}: the world drops 12"
+        );
     }
+}
+
+/// A despawn hook whose command makes the world's first sparse set and puts a value of it on
+/// the dying entity: the despawn takes that value too (dropping it then, not with the
+/// world), so no dead entity holds one (a save would list it, and the slot is reused).
+#[test]
+fn a_sparse_value_added_by_a_despawn_hook_goes_with_the_entity() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let in_hook = Arc::clone(&drops);
+    world
+        .register_component::<Pos>()
+        .on_despawn(move |world: &mut HookWorld, ctx: HookContext| {
+            let (entity, drops) = (ctx.entity, Arc::clone(&in_hook));
+            world.commands().add(move |world: &mut World| {
+                world.register_component::<Counted>().sparse_set();
+                world.insert_one(entity, Counted(drops, 7)).unwrap();
+            });
+        });
+    let e = world.spawn((Pos(0),));
+    world.despawn(e).unwrap();
+    assert!(!world.contains(e));
+    assert_eq!(drops.load(Ordering::Relaxed), 1, "dropped with its entity");
+    assert_eq!(world.query::<&Counted>().iter(&world).count(), 0);
+    // The slot comes back for a new entity, which holds nothing sparse.
+    let again = world.spawn((Vel(0),));
+    assert_eq!(again.index(), e.index());
+    assert!(world.get::<Counted>(again).is_err());
+    drop(world);
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
 }
