@@ -304,8 +304,15 @@ impl DynamicQueryBuilder<'_> {
             .chain(filters.copied())
             .chain(ticked);
         for id in all {
-            if world.components().get_info(id).is_none() {
+            let Some(info) = world.components().get_info(id) else {
                 return Err(DynamicQueryError::UnknownComponent(id));
+            };
+            // Terms are matched by archetype, and a sparse component is in none: `with`
+            // would match nothing and `without` everything, silently.
+            if world.sparse.get(id).is_some() {
+                return Err(DynamicQueryError::SparseComponent {
+                    component: info.name(),
+                });
             }
         }
         let name = |id: ComponentId| world.components().info(id).name();
@@ -368,6 +375,13 @@ pub enum DynamicQueryError {
         /// The component's name.
         component: &'static str,
     },
+    /// A term names a component stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set), which queries built at run
+    /// time do not look up by entity.
+    SparseComponent {
+        /// The component's name.
+        component: &'static str,
+    },
 }
 
 impl fmt::Display for DynamicQueryError {
@@ -388,6 +402,12 @@ impl fmt::Display for DynamicQueryError {
                 f,
                 "the query writes `{component}`, which is immutable (its values are replaced by \
                  insert, never changed in place); read it instead"
+            ),
+            Self::SparseComponent { component } => write!(
+                f,
+                "the query names `{component}`, which is stored in a sparse set; queries built at \
+                 run time match archetypes only: use a typed query (`World::query`), or \
+                 `World::get_by_id` per entity"
             ),
         }
     }
