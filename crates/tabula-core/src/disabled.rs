@@ -94,17 +94,32 @@ impl World {
     /// ```
     ///
     /// # Panics
-    /// When 64 components are disabling already.
+    /// When 64 components are disabling already, or when `T` is stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set).
     pub fn register_disabling_component<T: Component>(&mut self) -> ComponentId {
         self.ensure_disabled();
         let id = self.component_id_or_register::<T>();
-        self.archetypes_mut().add_disabling(id);
+        self.add_disabling(id);
         id
     }
 
     /// Registers [`Disabled`] as the first disabling component, if it is not yet.
     fn ensure_disabled(&mut self) {
         let id = self.component_id_or_register::<Disabled>();
+        self.add_disabling(id);
+    }
+
+    /// Makes `id` disabling, unless it is stored in a sparse set: queries skip disabled
+    /// entities by archetype, and a sparse component is in none.
+    fn add_disabling(&mut self, id: ComponentId) {
+        let info = self.components().info(id);
+        assert!(
+            !info.is_sparse(),
+            "component `{}` is stored in a sparse set and cannot disable entities: queries skip \
+             disabled entities by archetype, and a sparse component is in none. Keep a disabling \
+             component in the archetype tables (the default storage)",
+            info.name()
+        );
         self.archetypes_mut().add_disabling(id);
     }
 

@@ -680,3 +680,37 @@ fn a_sparse_value_added_by_a_despawn_hook_goes_with_the_entity() {
     drop(world);
     assert_eq!(drops.load(Ordering::Relaxed), 1);
 }
+
+/// Queries skip disabled entities by archetype, which a sparse component is in none of: a
+/// disabling component cannot be sparse, whichever is chosen first.
+#[test]
+fn a_disabling_component_cannot_be_sparse() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    struct Prefab;
+    let message = |result: std::thread::Result<()>| {
+        let payload = result.unwrap_err();
+        payload.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+
+    let mut world = World::new();
+    world.register_component::<Prefab>().sparse_set();
+    let refused = catch_unwind(AssertUnwindSafe(|| {
+        world.register_disabling_component::<Prefab>();
+    }));
+    assert!(message(refused).contains("sparse set and cannot disable"));
+
+    let mut world = World::new();
+    world.register_disabling_component::<Prefab>();
+    let refused = catch_unwind(AssertUnwindSafe(|| {
+        world.register_component::<Prefab>().sparse_set();
+    }));
+    assert!(message(refused).contains("it disables entities"));
+
+    // `Disabled` itself, made sparse before any query registered it as disabling.
+    let mut world = World::new();
+    world.register_component::<tabula_core::Disabled>().sparse_set();
+    let refused = catch_unwind(AssertUnwindSafe(|| {
+        world.query::<&Pos>();
+    }));
+    assert!(message(refused).contains("`tabula_core::disabled::Disabled` is stored in a sparse set"));
+}

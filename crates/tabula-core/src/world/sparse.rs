@@ -55,6 +55,12 @@ impl World {
              right after `World::new()`: `world.register_component::<T>().sparse_set()`",
             info.name()
         );
+        assert!(
+            !self.archetypes.disabling.contains(&id),
+            "component `{}` cannot become a sparse-set component: it disables entities, and \
+             queries skip disabled entities by archetype, which a sparse component is in none of",
+            info.name()
+        );
         self.components.set_sparse(id);
         self.sparse.make(self.components.info(id));
     }
