@@ -2,8 +2,9 @@
 //! component type with a column per field), queried with SQL, read back into a fresh world
 //! with the same ids, and a hostile database refused with an error naming what is wrong
 //! while the world stays unchanged.
-// SQLite is C, reached through FFI, which Miri cannot run.
-#![cfg(not(miri))]
+// SQLite is C, reached through FFI, which Miri cannot run; and it is built only with the
+// `sqlite` feature (`cargo test --workspace` turns it on; see tabula-core's Cargo.toml).
+#![cfg(all(feature = "sqlite", not(miri)))]
 
 use serde::{Deserialize, Serialize};
 use tabula::rusqlite::Connection;
