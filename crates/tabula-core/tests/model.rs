@@ -104,7 +104,7 @@ fn run_sequence(seed: u64, steps: usize) {
 
 /// `(seeds, steps per seed)`: several thousand steps normally, a small sample under Miri.
 fn size() -> (u64, usize) {
-    if cfg!(miri) { (3, 40) } else { (40, 150) }
+    if cfg!(miri) { (2, 40) } else { (40, 150) }
 }
 
 #[test]

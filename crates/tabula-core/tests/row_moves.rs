@@ -270,7 +270,7 @@ fn run<T: Val>(seed: u64, steps: usize) {
 
 /// Steps per sequence, and the sequences' seeds: under Miri, one short sequence per type
 /// (about a minute for all of them), which still moves every kind of row.
-const STEPS: usize = if cfg!(miri) { 40 } else { 1500 };
+const STEPS: usize = if cfg!(miri) { 30 } else { 1500 };
 const SEEDS: &[u64] = if cfg!(miri) {
     &[3]
 } else {
