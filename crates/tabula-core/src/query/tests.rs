@@ -1,4 +1,11 @@
 //! Query behaviour, checked from inside the crate (Miri runs all of these).
+//!
+//! Most cases run three times, with the test components in tables, in sparse sets, and mixed
+//! (see [`per_storage!`]). Left table-only, as they test table internals or nothing
+//! storage-dependent: `aliasing_queries_are_rejected_with_the_component_name` (access
+//! checks only), `new_archetypes_are_matched_incrementally` (counts matched archetypes; a
+//! sparse term matches every archetype), `for_each_chunk_gives_whole_columns_and_marks_them`
+//! (chunks are table columns) and `wide_and_nested_tuples` (primitive component types).
 
 use std::collections::HashSet;
 
@@ -16,22 +23,95 @@ struct Health(u32);
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Frozen;
 
+/// Where the test components live: each case below runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    /// Every component in tables.
+    Table,
+    /// Every component in sparse sets: queries of sparse terms only.
+    Sparse,
+    /// `Pos` in tables, `Vel`, `Health` and `Frozen` in sparse sets: queries mixing both.
+    Mixed,
+}
+
+/// A world whose test components are stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Pos>().sparse_set();
+    }
+    if storage != Storage::Table {
+        world.register_component::<Vel>().sparse_set();
+        world.register_component::<Health>().sparse_set();
+        world.register_component::<Frozen>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`,
+/// `sparse` and `mixed`. Miri runs the table and all-sparse cases (the sparse path's unsafe
+/// code); the mixed one only natively, to keep Miri's time down.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+
+                #[test]
+                #[cfg_attr(miri, ignore = "the mixed path runs under Miri in tests/sparse_query.rs")]
+                fn mixed() {
+                    super::$case(Storage::Mixed);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    fetches_refs_options_entities_and_has,
+    with_without_or_filters,
+    mutation_through_for_each_and_iter_mut,
+    changed_and_added_compare_against_the_states_last_run,
+    ref_and_mut_report_change_information,
+    option_mut_with_changed_filter,
+    entities_moving_between_archetypes_mid_frame,
+    get_get_mut_and_get_many_mut,
+    a_query_may_write_what_its_tick_filter_reads,
+    single_count_and_is_empty,
+    par_for_each_visits_every_row_once,
+    wrapped_ticks_never_read_as_new,
+    query_runs_through_mut_world_alone_clamp_old_ticks,
+    a_query_idle_past_the_wrap_sees_a_fresh_write,
+    get_sees_every_structural_change,
+    contains_evaluates_filters_without_fetching,
+    mutable_queries_read_through_shared_access
+);
+
 fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort();
     v
 }
 
-fn world_with_three() -> (World, [Entity; 3]) {
-    let mut world = World::new();
+fn world_with_three(storage: Storage) -> (World, [Entity; 3]) {
+    let mut world = world_with(storage);
     let a = world.spawn((Pos(0.0), Vel(1.0)));
     let b = world.spawn((Pos(10.0), Vel(2.0), Frozen));
     let c = world.spawn((Pos(20.0), Health(5)));
     (world, [a, b, c])
 }
 
-#[test]
-fn fetches_refs_options_entities_and_has() {
-    let (mut world, [a, b, c]) = world_with_three();
+fn fetches_refs_options_entities_and_has(storage: Storage) {
+    let (mut world, [a, b, c]) = world_with_three(storage);
     let mut q = world.query::<(Entity, &Pos, Option<&Health>, Has<Frozen>)>();
     let rows = q
         .iter(&world)
@@ -48,12 +128,11 @@ fn fetches_refs_options_entities_and_has() {
     );
 }
 
-#[test]
-fn with_without_or_filters() {
+fn with_without_or_filters(storage: Storage) {
     fn ids<F: crate::QueryFilter>(world: &mut World, q: &mut crate::QueryState<Entity, F>) -> Vec<Entity> {
         sorted(q.iter(world).collect())
     }
-    let (mut world, [a, b, c]) = world_with_three();
+    let (mut world, [a, b, c]) = world_with_three(storage);
     let mut moving = world.query_filtered::<Entity, (With<Vel>, Without<Frozen>)>();
     assert_eq!(ids(&mut world, &mut moving), vec![a]);
     let mut either = world.query_filtered::<Entity, Or<(With<Frozen>, With<Health>)>>();
@@ -62,9 +141,8 @@ fn with_without_or_filters() {
     assert_eq!(ids(&mut world, &mut neither), vec![a]);
 }
 
-#[test]
-fn mutation_through_for_each_and_iter_mut() {
-    let (mut world, [a, b, _]) = world_with_three();
+fn mutation_through_for_each_and_iter_mut(storage: Storage) {
+    let (mut world, [a, b, _]) = world_with_three(storage);
     let mut q = world.query_filtered::<(&mut Pos, &Vel), Without<Frozen>>();
     q.for_each(&mut world, |(mut p, v)| p.0 += v.0);
     for (mut p, v) in q.iter_mut(&mut world) {
@@ -74,9 +152,8 @@ fn mutation_through_for_each_and_iter_mut() {
     assert_eq!(world.get::<Pos>(b), Ok(&Pos(10.0)), "frozen entity untouched");
 }
 
-#[test]
-fn changed_and_added_compare_against_the_states_last_run() {
-    let (mut world, [a, b, c]) = world_with_three();
+fn changed_and_added_compare_against_the_states_last_run(storage: Storage) {
+    let (mut world, [a, b, c]) = world_with_three(storage);
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     let mut added = world.query_filtered::<Entity, Added<Health>>();
     assert_eq!(
@@ -105,9 +182,8 @@ fn changed_and_added_compare_against_the_states_last_run() {
     assert_eq!(changed.iter(&world).collect::<Vec<_>>(), vec![c]);
 }
 
-#[test]
-fn ref_and_mut_report_change_information() {
-    let (mut world, [a, ..]) = world_with_three();
+fn ref_and_mut_report_change_information(storage: Storage) {
+    let (mut world, [a, ..]) = world_with_three(storage);
     let mut refs = world.query::<(Entity, Ref<Pos>)>();
     assert!(refs.iter(&world).all(|(_, p)| p.is_added() && p.is_changed()));
     world.get_mut::<Pos>(a).unwrap().0 = 9.0;
@@ -126,9 +202,8 @@ fn ref_and_mut_report_change_information() {
     assert_eq!(seen, 3);
 }
 
-#[test]
-fn option_mut_with_changed_filter() {
-    let (mut world, [a, _, c]) = world_with_three();
+fn option_mut_with_changed_filter(storage: Storage) {
+    let (mut world, [a, _, c]) = world_with_three(storage);
     let mut q = world.query_filtered::<(Entity, Option<&mut Health>), Changed<Pos>>();
     q.for_each(&mut world, |_| {});
     world.get_mut::<Pos>(c).unwrap().0 += 1.0;
@@ -181,9 +256,8 @@ fn new_archetypes_are_matched_incrementally() {
     assert_eq!(q.matched.len(), before + 2, "non-matching archetype not added");
 }
 
-#[test]
-fn entities_moving_between_archetypes_mid_frame() {
-    let mut world = World::new();
+fn entities_moving_between_archetypes_mid_frame(storage: Storage) {
+    let mut world = world_with(storage);
     let ids: Vec<_> = (0..6).map(|i| world.spawn((Pos(i as f32),))).collect();
     let mut q = world.query::<(Entity, &Pos)>();
     // Collect first, then move half of them: the next pass sees each exactly once.
@@ -199,9 +273,8 @@ fn entities_moving_between_archetypes_mid_frame() {
     );
 }
 
-#[test]
-fn get_get_mut_and_get_many_mut() {
-    let (mut world, [a, b, c]) = world_with_three();
+fn get_get_mut_and_get_many_mut(storage: Storage) {
+    let (mut world, [a, b, c]) = world_with_three(storage);
     let mut q = world.query_filtered::<&mut Pos, With<Vel>>();
     q.get_mut(&mut world, a).unwrap().0 = 7.0;
     assert_eq!(
@@ -244,9 +317,8 @@ fn get_get_mut_and_get_many_mut() {
     assert_eq!(world.get::<Pos>(c), Ok(&Pos(22.0)));
 }
 
-#[test]
-fn a_query_may_write_what_its_tick_filter_reads() {
-    let (mut world, [a, b, c]) = world_with_three();
+fn a_query_may_write_what_its_tick_filter_reads(storage: Storage) {
+    let (mut world, [a, b, c]) = world_with_three(storage);
     // Builds, as in bevy: the filter reads a row's ticks before that row's item exists.
     let mut q = world.query_filtered::<&mut Pos, Changed<Pos>>();
     let mut either = world.query_filtered::<&mut Pos, Or<(Changed<Pos>, Added<Vel>)>>();
@@ -284,9 +356,8 @@ fn no_match_mut(entity: Entity) -> QueryError {
     }
 }
 
-#[test]
-fn single_count_and_is_empty() {
-    let (mut world, [_, _, c]) = world_with_three();
+fn single_count_and_is_empty(storage: Storage) {
+    let (mut world, [_, _, c]) = world_with_three(storage);
     let mut healthy = world.query::<(Entity, &Health)>();
     assert_eq!(healthy.single(&world).map(|(e, _)| e), Ok(c));
     let mut all = world.query::<&mut Pos>();
@@ -328,9 +399,8 @@ fn for_each_chunk_gives_whole_columns_and_marks_them() {
     assert_eq!(total, (0..5).sum::<i32>() as f32 + 5.0 + 3.0 + 6.0);
 }
 
-#[test]
-fn par_for_each_visits_every_row_once() {
-    let mut world = World::new();
+fn par_for_each_visits_every_row_once(storage: Storage) {
+    let mut world = world_with(storage);
     let n = if cfg!(miri) { 300 } else { 20_000 };
     world.spawn_batch((0..n).map(|i| (Pos(i as f32), Vel(1.0))));
     world.spawn_batch((0..n / 3).map(|i| (Pos(i as f32), Vel(1.0), Health(0))));
@@ -349,9 +419,8 @@ fn par_for_each_visits_every_row_once() {
     }
 }
 
-#[test]
-fn wrapped_ticks_never_read_as_new() {
-    let mut world = World::new();
+fn wrapped_ticks_never_read_as_new(storage: Storage) {
+    let mut world = world_with(storage);
     let e = world.spawn((Pos(0.0),)); // stamped with tick 1
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     assert_eq!(changed.iter(&world).count(), 1);
@@ -392,10 +461,9 @@ fn advance_in_steps(world: &mut World, by: u64, mut each: impl FnMut(&mut World)
     }
 }
 
-#[test]
-fn query_runs_through_mut_world_alone_clamp_old_ticks() {
+fn query_runs_through_mut_world_alone_clamp_old_ticks(storage: Storage) {
     // Nothing but `&mut World` query runs between the write and the wrap: they must clamp.
-    let mut world = World::new();
+    let mut world = world_with(storage);
     world.spawn((Pos(0.0),));
     world.spawn((Vel(0.0),));
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
@@ -408,11 +476,10 @@ fn query_runs_through_mut_world_alone_clamp_old_ticks() {
     });
 }
 
-#[test]
-fn a_query_idle_past_the_wrap_sees_a_fresh_write() {
+fn a_query_idle_past_the_wrap_sees_a_fresh_write(storage: Storage) {
     // The state's last run lies more than `u32::MAX` ticks back; as a `u32` tick it would
     // look recent and hide the write.
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let e = world.spawn((Pos(0.0),));
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     assert_eq!(changed.iter(&world).count(), 1);
@@ -453,9 +520,8 @@ fn wide_and_nested_tuples() {
     assert_eq!((*a, *flag, id), (1, true, e));
 }
 
-#[test]
-fn get_sees_every_structural_change() {
-    let mut world = World::new();
+fn get_sees_every_structural_change(storage: Storage) {
+    let mut world = world_with(storage);
     let a = world.spawn((Pos(1.0),));
     let b = world.spawn((Pos(2.0), Vel(0.0)));
     let tagged = world.spawn((Frozen,));
@@ -502,9 +568,8 @@ fn get_sees_every_structural_change() {
     );
 }
 
-#[test]
-fn contains_evaluates_filters_without_fetching() {
-    let mut world = World::new();
+fn contains_evaluates_filters_without_fetching(storage: Storage) {
+    let mut world = world_with(storage);
     let a = world.spawn((Pos(0.0),));
     let b = world.spawn((Pos(0.0), Vel(1.0)));
     let gone = world.spawn((Pos(0.0),));
@@ -524,9 +589,8 @@ fn contains_evaluates_filters_without_fetching() {
     assert!(!changed.contains(&world, b));
 }
 
-#[test]
-fn mutable_queries_read_through_shared_access() {
-    let (mut world, [a, b, c]) = world_with_three();
+fn mutable_queries_read_through_shared_access(storage: Storage) {
+    let (mut world, [a, b, c]) = world_with_three(storage);
     let mut q = world.query_filtered::<(Entity, &mut Pos, Option<Mut<Health>>), Without<Frozen>>();
     // `iter` on `&World` yields the read-only forms: `&Pos`, `Option<Ref<Health>>`.
     let rows: Vec<(Entity, f32, Option<u32>)> = q
