@@ -1,6 +1,11 @@
 //! Change marking through `for_each`'s deferred marks and the columns' changed floors: exactly
 //! the rows written count as changed, whatever the pattern of writes, and rows keep their
 //! change state when they move between archetypes (Miri runs all of these).
+//!
+//! Every case but `ref_mut_and_get_mut_see_a_column_mark` (which writes through
+//! `for_each_chunk`, table columns only) runs twice, with `Pos` and `Health` in tables and in
+//! sparse sets (see [`per_storage!`]): the column marks are a table mechanism, but which rows
+//! read as changed must not depend on the storage.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -14,14 +19,90 @@ struct Health(u32);
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Frozen;
 
+/// Where `Pos` and `Health` live (`Frozen` stays in tables, so that entities still move
+/// between archetypes): each case below runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    /// `Pos` and `Health` in sparse sets, whose rows never move and are marked one by one.
+    Sparse,
+}
+
+/// A world with `Pos` and `Health` stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Pos>().sparse_set();
+        world.register_component::<Health>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`; after `native_only:`, the sparse test is skipped under Miri (large counts;
+/// the sparse path's unsafe code runs under Miri in the cheaper cases).
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?; native_only: $($native:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+        $(
+            mod $native {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$native(Storage::Table);
+                }
+
+                #[test]
+                #[cfg_attr(miri, ignore = "large counts; the sparse path runs under Miri in the smaller cases")]
+                fn sparse() {
+                    super::$native(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    for_each_marks_exactly_the_rows_it_writes,
+    iter_mut_marks_exactly_the_rows_it_writes,
+    a_mut_marks_on_its_first_mutable_access,
+    each_mutable_term_is_marked_on_its_own,
+    a_marked_column_keeps_old_rows_that_move_in_unchanged,
+    a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_it,
+    a_panicking_for_each_still_marks_what_it_wrote,
+    par_for_each_marks_exactly_the_rows_it_writes,
+    par_for_each_marks_fully_written_batches_of_a_partly_written_archetype,
+    a_panicking_par_for_each_still_marks_what_it_wrote,
+    a_column_mark_never_reads_as_new_after_the_clock_wraps,
+    whole_table_batches_keep_each_rows_change_state;
+    native_only:
+    automatic_par_for_each_marks_exactly_the_rows_it_writes,
+    a_par_for_each_run_that_panics_in_a_later_chunk_marks_its_earlier_chunks
+);
+
 fn sorted(mut v: Vec<Entity>) -> Vec<Entity> {
     v.sort();
     v
 }
 
 /// Ten entities of (Pos) and ten of (Pos, Frozen); `Pos` holds the spawn index.
-fn two_archetypes() -> (World, Vec<Entity>) {
-    let mut world = World::new();
+fn two_archetypes(storage: Storage) -> (World, Vec<Entity>) {
+    let mut world = world_with(storage);
     let mut entities: Vec<Entity> = world.spawn_batch((0..10).map(|i| (Pos(i),))).collect();
     entities.extend(world.spawn_batch((10..20).map(|i| (Pos(i), Frozen))));
     (world, entities)
@@ -48,9 +129,9 @@ const PATTERNS: [(&str, fn(u32) -> bool); 7] = [
 
 /// Runs `write` (which writes the rows `writes` picks) on a fresh pair of archetypes and
 /// checks that `Changed<Pos>` then sees exactly those rows, once.
-fn check_marks(write: impl Fn(&mut World, fn(u32) -> bool)) {
+fn check_marks(storage: Storage, write: impl Fn(&mut World, fn(u32) -> bool)) {
     for (name, writes) in PATTERNS {
-        let (mut world, entities) = two_archetypes();
+        let (mut world, entities) = two_archetypes(storage);
         let mut changed = changed_pos(&mut world);
         write(&mut world, writes);
         let expected: Vec<Entity> = (0..20)
@@ -66,9 +147,8 @@ fn check_marks(write: impl Fn(&mut World, fn(u32) -> bool)) {
     }
 }
 
-#[test]
-fn for_each_marks_exactly_the_rows_it_writes() {
-    check_marks(|world, writes| {
+fn for_each_marks_exactly_the_rows_it_writes(storage: Storage) {
+    check_marks(storage, |world, writes| {
         world.query::<&mut Pos>().for_each(world, |mut pos| {
             if writes(pos.0) {
                 pos.0 += 100;
@@ -77,10 +157,9 @@ fn for_each_marks_exactly_the_rows_it_writes() {
     });
 }
 
-#[test]
-fn iter_mut_marks_exactly_the_rows_it_writes() {
+fn iter_mut_marks_exactly_the_rows_it_writes(storage: Storage) {
     // A `for` loop, writing a row's value several times through one item.
-    check_marks(|world, writes| {
+    check_marks(storage, |world, writes| {
         for mut pos in world.query::<&mut Pos>().iter_mut(world) {
             if writes(pos.0) {
                 pos.0 += 50;
@@ -89,7 +168,7 @@ fn iter_mut_marks_exactly_the_rows_it_writes() {
         }
     });
     // Items kept past later `next` calls and written afterwards, last first.
-    check_marks(|world, writes| {
+    check_marks(storage, |world, writes| {
         let mut q = world.query::<&mut Pos>();
         let mut items: Vec<Mut<Pos>> = q.iter_mut(world).collect();
         for pos in items.iter_mut().rev() {
@@ -100,9 +179,8 @@ fn iter_mut_marks_exactly_the_rows_it_writes() {
     });
 }
 
-#[test]
-fn a_mut_marks_on_its_first_mutable_access() {
-    let (mut world, entities) = two_archetypes();
+fn a_mut_marks_on_its_first_mutable_access(storage: Storage) {
+    let (mut world, entities) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query::<(Entity, &mut Pos)>();
     // A first run, writing nothing, after which the spawns are old news to `q`.
@@ -121,9 +199,8 @@ fn a_mut_marks_on_its_first_mutable_access() {
     assert_eq!(world.get::<Pos>(entities[3]).unwrap(), &Pos(5));
 }
 
-#[test]
-fn each_mutable_term_is_marked_on_its_own() {
-    let mut world = World::new();
+fn each_mutable_term_is_marked_on_its_own(storage: Storage) {
+    let mut world = world_with(storage);
     let entities: Vec<Entity> = world.spawn_batch((0..8).map(|i| (Pos(i), Health(i)))).collect();
     let mut changed_pos = world.query_filtered::<Entity, Changed<Pos>>();
     let mut changed_health = world.query_filtered::<Entity, Changed<Health>>();
@@ -152,17 +229,16 @@ type Unfrozen = QueryState<&'static mut Pos, Without<Frozen>>;
 
 /// [`two_archetypes`] and [`changed_pos`], then a pass that writes every row of the (Pos)
 /// archetype, so that its column is marked as a whole; the query of that pass comes back too.
-fn marked_world() -> (World, Vec<Entity>, QueryState<Entity, Changed<Pos>>, Unfrozen) {
-    let (mut world, entities) = two_archetypes();
+fn marked_world(storage: Storage) -> (World, Vec<Entity>, QueryState<Entity, Changed<Pos>>, Unfrozen) {
+    let (mut world, entities) = two_archetypes(storage);
     let changed = changed_pos(&mut world);
     let mut unfrozen = world.query_filtered::<&mut Pos, Without<Frozen>>();
     unfrozen.for_each(&mut world, |mut pos| pos.0 += 100);
     (world, entities, changed, unfrozen)
 }
 
-#[test]
-fn a_marked_column_keeps_old_rows_that_move_in_unchanged() {
-    let (mut world, entities, mut changed, mut q) = marked_world();
+fn a_marked_column_keeps_old_rows_that_move_in_unchanged(storage: Storage) {
+    let (mut world, entities, mut changed, mut q) = marked_world(storage);
     // An untouched entity moves in; its own change is older than the mark.
     let mover = entities[15];
     world.remove_one::<Frozen>(mover).unwrap();
@@ -178,12 +254,11 @@ fn a_marked_column_keeps_old_rows_that_move_in_unchanged() {
     assert_eq!(sorted(changed.iter(&world).collect()), sorted(written));
 }
 
-#[test]
-fn a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_it() {
+fn a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_it(storage: Storage) {
     // A marked table keeps its mark while rows leave one by one (each takes it along); a row
     // moving in with an older change settles the mark into the rows; after that, rows move
     // with their own ticks, and moves with no mark anywhere change nothing.
-    let (mut world, entities, mut changed, _) = marked_world();
+    let (mut world, entities, mut changed, _) = marked_world(storage);
     // Three rows leave the marked (Pos) table for the unmarked (Pos, Frozen) one.
     for &leaver in &entities[..3] {
         world.insert_one(leaver, Frozen).unwrap();
@@ -203,7 +278,7 @@ fn a_mark_holds_for_every_row_that_leaves_and_ends_when_a_row_moving_in_settles_
 
 #[test]
 fn ref_mut_and_get_mut_see_a_column_mark() {
-    let (mut world, entities) = two_archetypes();
+    let (mut world, entities) = two_archetypes(Storage::Table);
     let mut refs = world.query_filtered::<Ref<Pos>, With<Frozen>>();
     assert!(refs.iter(&world).all(|pos| pos.is_changed()));
     assert!(refs.iter(&world).all(|pos| !pos.is_changed()));
@@ -229,9 +304,8 @@ fn ref_mut_and_get_mut_see_a_column_mark() {
     assert!(!world.get_mut::<Pos>(entities[2]).unwrap().is_changed());
 }
 
-#[test]
-fn a_panicking_for_each_still_marks_what_it_wrote() {
-    let (mut world, entities) = two_archetypes();
+fn a_panicking_for_each_still_marks_what_it_wrote(storage: Storage) {
+    let (mut world, entities) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
     let result = catch_unwind(AssertUnwindSafe(|| {
@@ -246,14 +320,13 @@ fn a_panicking_for_each_still_marks_what_it_wrote() {
     assert_eq!(sorted(changed.iter(&world).collect()), entities[..5].to_vec());
 }
 
-#[test]
-fn par_for_each_marks_exactly_the_rows_it_writes() {
+fn par_for_each_marks_exactly_the_rows_it_writes(storage: Storage) {
     for batch in [
         BatchSize::Fixed(3),
         BatchSize::Fixed(10),
         BatchSize::Fixed(1 << 20),
     ] {
-        let (mut world, entities) = two_archetypes();
+        let (mut world, entities) = two_archetypes(storage);
         let mut changed = changed_pos(&mut world);
         let mut q = world.query::<&mut Pos>();
         q.set_batch_size(batch);
@@ -273,12 +346,11 @@ fn par_for_each_marks_exactly_the_rows_it_writes() {
     }
 }
 
-#[test]
-fn par_for_each_marks_fully_written_batches_of_a_partly_written_archetype() {
+fn par_for_each_marks_fully_written_batches_of_a_partly_written_archetype(storage: Storage) {
     // Rows below the cut are written: with batches of 3, some batches of an archetype are
     // written in full (their marks wait until every batch is done) and others are not.
     for cut in [5, 13, 20] {
-        let (mut world, entities) = two_archetypes();
+        let (mut world, entities) = two_archetypes(storage);
         let mut changed = changed_pos(&mut world);
         let mut q = world.query::<&mut Pos>();
         q.set_batch_size(BatchSize::Fixed(3));
@@ -292,12 +364,11 @@ fn par_for_each_marks_fully_written_batches_of_a_partly_written_archetype() {
     }
 }
 
-#[test]
-fn automatic_par_for_each_marks_exactly_the_rows_it_writes() {
+fn automatic_par_for_each_marks_exactly_the_rows_it_writes(storage: Storage) {
     // Past the serial threshold, so rayon splits the archetypes' rows as it likes: whatever
     // runs it makes, exactly the written rows count as changed.
     for (name, writes) in PATTERNS {
-        let mut world = World::new();
+        let mut world = world_with(storage);
         let mut entities: Vec<Entity> = world.spawn_batch((0..150).map(|i| (Pos(i),))).collect();
         entities.extend(world.spawn_batch((150..300).map(|i| (Pos(i), Frozen))));
         let mut changed = changed_pos(&mut world);
@@ -316,9 +387,8 @@ fn automatic_par_for_each_marks_exactly_the_rows_it_writes() {
     }
 }
 
-#[test]
-fn a_panicking_par_for_each_still_marks_what_it_wrote() {
-    let (mut world, entities) = two_archetypes();
+fn a_panicking_par_for_each_still_marks_what_it_wrote(storage: Storage) {
+    let (mut world, entities) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query::<&mut Pos>();
     q.set_batch_size(BatchSize::Fixed(3));
@@ -339,13 +409,12 @@ fn a_panicking_par_for_each_still_marks_what_it_wrote() {
     assert_eq!(sorted(changed.iter(&world).collect()), written);
 }
 
-#[test]
-fn a_par_for_each_run_that_panics_in_a_later_chunk_marks_its_earlier_chunks() {
+fn a_par_for_each_run_that_panics_in_a_later_chunk_marks_its_earlier_chunks(storage: Storage) {
     // Runs of 3000 rows go through their rows in chunks; the panic comes in the third chunk
     // of the first run, so its first two chunks (all written, marks deferred) must still be
     // marked, as must the rows of the panicking chunk before the panic and whatever the
     // other run wrote.
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let entities: Vec<Entity> = world.spawn_batch((0..4000).map(|i| (Pos(i),))).collect();
     let mut changed = changed_pos(&mut world);
     let mut q = world.query::<&mut Pos>();
@@ -369,9 +438,8 @@ fn a_par_for_each_run_that_panics_in_a_later_chunk_marks_its_earlier_chunks() {
     assert_eq!(sorted(changed.iter(&world).collect()), written);
 }
 
-#[test]
-fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
-    let (mut world, _) = two_archetypes();
+fn a_column_mark_never_reads_as_new_after_the_clock_wraps(storage: Storage) {
+    let (mut world, _) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query::<&mut Pos>();
     q.for_each(&mut world, |mut pos| pos.0 += 1);
@@ -393,10 +461,9 @@ fn a_column_mark_never_reads_as_new_after_the_clock_wraps() {
     );
 }
 
-#[test]
-fn whole_table_batches_keep_each_rows_change_state() {
+fn whole_table_batches_keep_each_rows_change_state(storage: Storage) {
     // Rows leaving a marked table in bulk take the mark along.
-    let (mut world, entities) = two_archetypes();
+    let (mut world, entities) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
     q.for_each(&mut world, |mut pos| pos.0 += 100);
@@ -406,7 +473,7 @@ fn whole_table_batches_keep_each_rows_change_state() {
     assert_eq!(sorted(changed.iter(&world).collect()), entities[..10].to_vec());
 
     // Old rows arriving in bulk beside marked ones stay unchanged.
-    let (mut world, entities) = two_archetypes();
+    let (mut world, entities) = two_archetypes(storage);
     let mut changed = changed_pos(&mut world);
     let mut q = world.query_filtered::<&mut Pos, Without<Frozen>>();
     q.for_each(&mut world, |mut pos| pos.0 += 100);
