@@ -1,5 +1,9 @@
 //! Removal logs (`World::track_removals`): every way an entity can lose a tracked component
 //! is logged once, untracked components cost nothing, and the logs age like events.
+//!
+//! Every case runs with the tracked components in tables and in sparse sets (see
+//! [`per_storage!`]), except `hierarchy_changes_log_parent_removals`, whose `Parent` is the
+//! crate's own component.
 
 use tabula_core::{CommandQueue, Commands, Entity, EventCursor, Parent, World};
 
@@ -12,13 +16,67 @@ struct Speed(f32);
 #[derive(Debug, PartialEq)]
 struct Name(&'static str);
 
+/// Where `Shield` and `Speed` live (`Name` stays in tables): each case below runs once per
+/// storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// A world with `Shield` and `Speed` stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Shield>().sparse_set();
+        world.register_component::<Speed>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    only_tracked_components_are_logged_and_only_from_when_tracking_starts,
+    tracking_twice_keeps_the_log,
+    edges_and_archetypes_cached_before_tracking_start_logging,
+    archetypes_made_after_tracking_log_too,
+    despawn_logs_every_tracked_component_of_the_entity,
+    a_refused_removal_logs_nothing,
+    replacing_a_value_is_not_a_removal,
+    batch_removals_log_every_entity_in_batch_order,
+    clear_logs_every_entity_with_a_tracked_component,
+    commands_log_when_applied,
+    logs_age_like_events_and_each_cursor_reads_once,
+    a_removed_and_readded_component_is_still_logged
+);
+
 fn removed<T: Send + Sync + 'static>(world: &World) -> Vec<Entity> {
     world.removed::<T>().collect()
 }
 
-#[test]
-fn only_tracked_components_are_logged_and_only_from_when_tracking_starts() {
-    let mut world = World::new();
+fn only_tracked_components_are_logged_and_only_from_when_tracking_starts(storage: Storage) {
+    let mut world = world_with(storage);
     let a = world.spawn((Shield(1), Speed(1.0)));
     world.remove_one::<Shield>(a).unwrap();
     assert!(world.removal_log::<Shield>().is_none(), "not tracked yet");
@@ -40,9 +98,8 @@ fn only_tracked_components_are_logged_and_only_from_when_tracking_starts() {
     assert!(world.removal_log::<Speed>().is_none());
 }
 
-#[test]
-fn tracking_twice_keeps_the_log() {
-    let mut world = World::new();
+fn tracking_twice_keeps_the_log(storage: Storage) {
+    let mut world = world_with(storage);
     let id = world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     world.remove_one::<Shield>(a).unwrap();
@@ -50,9 +107,8 @@ fn tracking_twice_keeps_the_log() {
     assert_eq!(removed::<Shield>(&world), [a]);
 }
 
-#[test]
-fn edges_and_archetypes_cached_before_tracking_start_logging() {
-    let mut world = World::new();
+fn edges_and_archetypes_cached_before_tracking_start_logging(storage: Storage) {
+    let mut world = world_with(storage);
     let entities: Vec<Entity> = (0..4).map(|i| world.spawn((Speed(i as f32),))).collect();
     // Warm every cache: the edges, and the one-entry bundle caches of both archetypes.
     for _ in 0..2 {
@@ -73,9 +129,8 @@ fn edges_and_archetypes_cached_before_tracking_start_logging() {
     assert_eq!(removed::<Shield>(&world), [entities[2], entities[0], entities[1]]);
 }
 
-#[test]
-fn archetypes_made_after_tracking_log_too() {
-    let mut world = World::new();
+fn archetypes_made_after_tracking_log_too(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1), Name("a")));
     let b = world.spawn((Name("b"), Speed(2.0), Shield(2)));
@@ -84,9 +139,8 @@ fn archetypes_made_after_tracking_log_too() {
     assert_eq!(removed::<Shield>(&world), [b, a]);
 }
 
-#[test]
-fn despawn_logs_every_tracked_component_of_the_entity() {
-    let mut world = World::new();
+fn despawn_logs_every_tracked_component_of_the_entity(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     world.track_removals::<Speed>();
     let both = world.spawn((Shield(1), Speed(1.0), Name("both")));
@@ -105,9 +159,8 @@ fn despawn_logs_every_tracked_component_of_the_entity() {
     );
 }
 
-#[test]
-fn a_refused_removal_logs_nothing() {
-    let mut world = World::new();
+fn a_refused_removal_logs_nothing(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     assert!(world.remove::<(Shield, Speed)>(a).is_err(), "Speed is missing");
@@ -118,9 +171,8 @@ fn a_refused_removal_logs_nothing() {
     assert_eq!(removed::<Shield>(&world), [a], "only the despawn");
 }
 
-#[test]
-fn replacing_a_value_is_not_a_removal() {
-    let mut world = World::new();
+fn replacing_a_value_is_not_a_removal(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     world.insert_one(a, Shield(2)).unwrap();
@@ -128,9 +180,8 @@ fn replacing_a_value_is_not_a_removal() {
     assert_eq!(removed::<Shield>(&world), []);
 }
 
-#[test]
-fn batch_removals_log_every_entity_in_batch_order() {
-    let mut world = World::new();
+fn batch_removals_log_every_entity_in_batch_order(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     // A whole table in row order (the bulk path) ...
     let table: Vec<Entity> = world.spawn_batch((0..5).map(|i| (Shield(i),))).collect();
@@ -150,9 +201,8 @@ fn batch_removals_log_every_entity_in_batch_order() {
     assert_eq!(removed::<Shield>(&world), expected);
 }
 
-#[test]
-fn clear_logs_every_entity_with_a_tracked_component() {
-    let mut world = World::new();
+fn clear_logs_every_entity_with_a_tracked_component(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     let b = world.spawn((Name("b"),));
@@ -166,9 +216,8 @@ fn clear_logs_every_entity_with_a_tracked_component() {
     assert!(!logged.contains(&b));
 }
 
-#[test]
-fn commands_log_when_applied() {
-    let mut world = World::new();
+fn commands_log_when_applied(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     let b = world.spawn((Shield(2), Name("b")));
@@ -202,9 +251,8 @@ fn hierarchy_changes_log_parent_removals() {
     assert_eq!(logged, expected);
 }
 
-#[test]
-fn logs_age_like_events_and_each_cursor_reads_once() {
-    let mut world = World::new();
+fn logs_age_like_events_and_each_cursor_reads_once(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     let b = world.spawn((Shield(2),));
@@ -234,9 +282,8 @@ fn logs_age_like_events_and_each_cursor_reads_once() {
     assert_eq!(removed::<Shield>(&world), []);
 }
 
-#[test]
-fn a_removed_and_readded_component_is_still_logged() {
-    let mut world = World::new();
+fn a_removed_and_readded_component_is_still_logged(storage: Storage) {
+    let mut world = world_with(storage);
     world.track_removals::<Shield>();
     let a = world.spawn((Shield(1),));
     world.remove_one::<Shield>(a).unwrap();
