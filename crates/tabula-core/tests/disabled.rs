@@ -3,6 +3,11 @@
 //! archetypes that queries built earlier see at once; access by id, views, despawn (recursive
 //! too), hooks and relations still see disabled entities. (Systems, `SystemState` and
 //! observers: `tabula-schedule`'s `tests/disabled.rs`.)
+//!
+//! The query cases run with `Pos` and `Vel` in tables and in sparse sets (see
+//! [`per_storage!`]); `for_each_chunk` only for tables (chunks are table columns). Table-only:
+//! `views_find_disabled_entities_by_id` (views read table columns) and
+//! `despawn_hooks_and_relations_see_disabled_entities` (no query).
 
 use std::sync::{Arc, Mutex};
 
@@ -14,9 +19,58 @@ struct Pos(u32);
 #[derive(Debug, PartialEq)]
 struct Vel(u32);
 
-/// Three entities with `Pos`: one plain, one disabled, one disabled with `Vel` too.
-fn world_with_disabled() -> (World, [Entity; 3]) {
+/// Where `Pos` and `Vel` live (disabling components are always in tables): each case below
+/// runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// A world with `Pos` and `Vel` stored as `storage` says.
+fn world_with(storage: Storage) -> World {
     let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Pos>().sparse_set();
+        world.register_component::<Vel>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    every_query_state_form_skips_disabled_entities,
+    par_for_each_skips_disabled_entities,
+    queries_that_name_disabled_see_disabled_entities,
+    change_filters_skip_disabled_entities,
+    disabling_and_enabling_reach_queries_built_before,
+    registered_disabling_components_are_skipped_too
+);
+
+/// Three entities with `Pos`: one plain, one disabled, one disabled with `Vel` too.
+fn world_with_disabled(storage: Storage) -> (World, [Entity; 3]) {
+    let mut world = world_with(storage);
     let live = world.spawn((Pos(1), Vel(10)));
     let off = world.spawn((Pos(2), Disabled));
     let off_moving = world.spawn((Pos(3), Vel(30), Disabled));
@@ -28,9 +82,8 @@ fn sorted(mut v: Vec<u32>) -> Vec<u32> {
     v
 }
 
-#[test]
-fn every_query_state_form_skips_disabled_entities() {
-    let (mut world, [live, off, _]) = world_with_disabled();
+fn every_query_state_form_skips_disabled_entities(storage: Storage) {
+    let (mut world, [live, off, _]) = world_with_disabled(storage);
     let mut q = world.query::<&Pos>();
     assert_eq!(sorted(q.iter(&world).map(|p| p.0).collect()), [1]);
     assert_eq!(q.count(&world), 1);
@@ -48,16 +101,18 @@ fn every_query_state_form_skips_disabled_entities() {
     assert!(m.get_mut(&mut world, off).is_err());
     assert!(m.get_many_mut(&mut world, [live, off]).is_err());
     assert_eq!(m.single_mut(&mut world).map(|p| p.0), Ok(1));
-    let mut rows = 0;
-    m.for_each_chunk(&mut world, |chunk| rows += chunk.len());
-    assert_eq!(rows, 1);
+    if storage == Storage::Table {
+        // Chunks are table columns: a query with a sparse term has none.
+        let mut rows = 0;
+        m.for_each_chunk(&mut world, |chunk| rows += chunk.len());
+        assert_eq!(rows, 1);
+    }
     // Read-only forms of a mutable query: the same matches.
     assert_eq!(sorted(m.iter(&world).map(|p| p.0).collect()), [1]);
 }
 
-#[test]
-fn par_for_each_skips_disabled_entities() {
-    let (mut world, _) = world_with_disabled();
+fn par_for_each_skips_disabled_entities(storage: Storage) {
+    let (mut world, _) = world_with_disabled(storage);
     for batch in [BatchSize::Automatic, BatchSize::Fixed(1)] {
         let total = Arc::new(Mutex::new(Vec::new()));
         let mut par = world.query::<&mut Pos>();
@@ -68,9 +123,8 @@ fn par_for_each_skips_disabled_entities() {
     }
 }
 
-#[test]
-fn queries_that_name_disabled_see_disabled_entities() {
-    let (mut world, _) = world_with_disabled();
+fn queries_that_name_disabled_see_disabled_entities(storage: Storage) {
+    let (mut world, _) = world_with_disabled(storage);
     let mut allow = world.query_filtered::<&Pos, Allow<Disabled>>();
     assert_eq!(sorted(allow.iter(&world).map(|p| p.0).collect()), [1, 2, 3]);
     let mut with = world.query_filtered::<&Pos, With<Disabled>>();
@@ -100,9 +154,8 @@ fn queries_that_name_disabled_see_disabled_entities() {
     assert_eq!(sorted(seen), [1, 2, 3]);
 }
 
-#[test]
-fn change_filters_skip_disabled_entities() {
-    let (mut world, [live, off, _]) = world_with_disabled();
+fn change_filters_skip_disabled_entities(storage: Storage) {
+    let (mut world, [live, off, _]) = world_with_disabled(storage);
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     let mut added = world.query_filtered::<Entity, Added<Pos>>();
     assert_eq!(changed.iter(&world).collect::<Vec<_>>(), [live]);
@@ -116,9 +169,8 @@ fn change_filters_skip_disabled_entities() {
     assert_eq!(allowed.iter(&world).collect::<Vec<_>>(), [off]);
 }
 
-#[test]
-fn disabling_and_enabling_reach_queries_built_before() {
-    let mut world = World::new();
+fn disabling_and_enabling_reach_queries_built_before(storage: Storage) {
+    let mut world = world_with(storage);
     let a = world.spawn((Pos(1),));
     let b = world.spawn((Pos(2),));
     let mut q = world.query::<Entity>();
@@ -151,7 +203,7 @@ fn disabling_and_enabling_reach_queries_built_before() {
 
 #[test]
 fn views_find_disabled_entities_by_id() {
-    let (world, [live, off, off_moving]) = world_with_disabled();
+    let (world, [live, off, off_moving]) = world_with_disabled(Storage::Table);
     let view: View<'_, Pos> = world.view::<Pos>();
     assert_eq!(view.get(off).copied(), Ok(Pos(2)));
     assert_eq!(view.get(live).copied(), Ok(Pos(1)));
@@ -159,10 +211,9 @@ fn views_find_disabled_entities_by_id() {
     assert_eq!(multi.get(off_moving).map(|(p, v)| (p.0, v.0)), Ok((3, 30)));
 }
 
-#[test]
-fn registered_disabling_components_are_skipped_too() {
+fn registered_disabling_components_are_skipped_too(storage: Storage) {
     struct Prefab;
-    let mut world = World::new();
+    let mut world = world_with(storage);
     // An archetype with `Prefab` exists before `Prefab` becomes disabling.
     let early = world.spawn((Pos(1), Prefab));
     let plain = world.spawn((Pos(2),));
