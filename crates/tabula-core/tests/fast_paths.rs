@@ -3,6 +3,10 @@
 //! panicking source and consumer), whole-table batches in row order, and `Added`/`Changed`
 //! filters sharing a query with `&mut T` while items outlive `next()`. Written as a
 //! soundness review's probes; Miri runs them (the `par_for_each` one under Tree Borrows).
+//!
+//! The two change-filter probes run with `P` in tables and in a sparse set (see
+//! [`per_storage!`]); the `spawn_batch` and whole-table batch probes are about table
+//! columns and stay table-only.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -27,6 +31,49 @@ struct Z;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct P(u32);
+
+/// Where `P` lives in the change-filter probes: each runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// A world with `P` stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<P>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    changed_filter_with_write_items_outliving_next,
+    par_for_each_changed_with_write
+);
 
 /// An iterator whose lower size hint lies in both directions.
 struct Liar<I> {
@@ -169,9 +216,8 @@ fn batch_whole_table_in_order_with_drop_zst_align() {
     assert_eq!(drops.load(Ordering::SeqCst), 21 + 21);
 }
 
-#[test]
-fn changed_filter_with_write_items_outliving_next() {
-    let mut world = World::new();
+fn changed_filter_with_write_items_outliving_next(storage: Storage) {
+    let mut world = world_with(storage);
     let es: Vec<Entity> = world.spawn_batch((0..10u32).map(|i| (P(i),))).collect();
     let mut q = world.query_filtered::<&mut P, Changed<P>>();
     q.iter_mut(&mut world).count();
@@ -217,10 +263,9 @@ fn changed_filter_with_write_items_outliving_next() {
     q2.for_each(&mut world, |mut p| p.0 += 1);
 }
 
-#[test]
-fn par_for_each_changed_with_write() {
+fn par_for_each_changed_with_write(storage: Storage) {
     use tabula_core::BatchSize;
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let es: Vec<Entity> = world.spawn_batch((0..64u32).map(|i| (P(i),))).collect();
     let mut q = world.query_filtered::<&mut P, Changed<P>>();
     q.set_batch_size(BatchSize::Fixed(8));
