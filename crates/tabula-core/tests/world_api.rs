@@ -1,4 +1,9 @@
 //! Behaviour of the public `World` API as a game uses it: one behaviour per test.
+//!
+//! `batches_keep_change_ticks` and `query_errors_name_the_query_without_module_paths` run with
+//! `Health` and `Player` in tables and in sparse sets (see [`per_storage!`]). The view tests
+//! stay table-only (views read table columns); the rest test entity handles and structural
+//! changes, covered for sparse components in `tests/sparse.rs`.
 
 use std::any::type_name;
 use std::collections::HashSet;
@@ -31,6 +36,51 @@ impl Drop for DropCounter {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// Where `Health` and `Player` live in the change-tick and query-error cases: each runs once
+/// per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// A world with `Health` and `Player` stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Health>().sparse_set();
+        world.register_component::<Player>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    batches_keep_change_ticks,
+    query_errors_name_the_query_without_module_paths
+);
 
 fn sorted_names(names: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
     let mut names: Vec<_> = names.collect();
@@ -751,9 +801,8 @@ fn view_mut_writes_and_marks_what_get_mut_would() {
     assert!(!world.get_mut::<Health>(plain[3]).unwrap().is_changed());
 }
 
-#[test]
-fn batches_keep_change_ticks() {
-    let mut world = World::new();
+fn batches_keep_change_ticks(storage: Storage) {
+    let mut world = world_with(storage);
     let ids: Vec<Entity> = (0..8u32).map(|i| world.spawn((Health(i),))).collect();
     world.clear_trackers();
     world.get_mut::<Health>(ids[5]).unwrap().0 += 100;
@@ -917,9 +966,8 @@ fn clear_keeps_old_ids_dead() {
     assert!(new.iter().all(|&e| world.get::<Health>(e) == Ok(&Health(2))));
 }
 
-#[test]
-fn query_errors_name_the_query_without_module_paths() {
-    let mut world = World::new();
+fn query_errors_name_the_query_without_module_paths(storage: Storage) {
+    let mut world = world_with(storage);
     let walker = world.spawn((Position(0.0, 0.0),));
     let mut players = world.query_filtered::<(&mut Position, Option<&Health>), tabula_core::With<Player>>();
     let err = players.get_mut(&mut world, walker).unwrap_err();
