@@ -4,6 +4,9 @@
 //! during a change waits for it; bad input is a clear error; random transitions against a
 //! naive model; changes recorded by parallel systems give the same world with 1 and 4
 //! threads.
+//!
+//! The swap and change-mark cases run with the state components in tables and in sparse sets
+//! (see [`per_storage!`]); the model walks keep `B` and `C` sparse on every other seed.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -38,15 +41,62 @@ fn ship_machine(hull: &Arc<Sprite>) -> EntityStateMachine {
         })
 }
 
+/// Where the state components `Gun`, `Controls`, `Sprite` and `Wreck` live (`Position`, in
+/// no state, stays in tables): each case below runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// A world with the state components stored as `storage` says.
+fn world_with(storage: Storage) -> World {
+    let mut world = World::new();
+    if storage == Storage::Sparse {
+        world.register_component::<Gun>().sparse_set();
+        world.register_component::<Controls>().sparse_set();
+        world.register_component::<Sprite>().sparse_set();
+        world.register_component::<Wreck>().sparse_set();
+    }
+    world
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(
+    a_change_swaps_components_and_leaves_shared_ones_untouched_and_unmarked,
+    with_default_is_shared_and_a_different_provider_of_the_same_type_replaces,
+    a_component_the_entity_lost_is_given_back_even_when_shared
+);
+
 /// Whether each query's component was marked changed since the query last looked.
 fn changed<T: Component>(world: &World, q: &mut QueryState<Entity, Changed<T>>, e: Entity) -> bool {
     q.iter(world).any(|x| x == e)
 }
 
-#[test]
-fn a_change_swaps_components_and_leaves_shared_ones_untouched_and_unmarked() {
+fn a_change_swaps_components_and_leaves_shared_ones_untouched_and_unmarked(storage: Storage) {
     let hull = Arc::new(Sprite("hull"));
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let ship = world.spawn((ship_machine(&hull), Position(7)));
     assert_eq!(world.get::<EntityStateMachine>(ship).unwrap().current(), None);
     world.change_state(ship, "playing").unwrap();
@@ -96,10 +146,9 @@ fn a_change_swaps_components_and_leaves_shared_ones_untouched_and_unmarked() {
     assert!(!changed(&world, &mut sprite_changed, ship));
 }
 
-#[test]
-fn with_default_is_shared_and_a_different_provider_of_the_same_type_replaces() {
+fn with_default_is_shared_and_a_different_provider_of_the_same_type_replaces(storage: Storage) {
     let hull = Arc::new(Sprite("hull"));
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let ship = world.spawn((ship_machine(&hull),));
     world.change_state(ship, "playing").unwrap();
     world.get_mut::<Controls>(ship).unwrap().0 = 4;
@@ -118,10 +167,9 @@ fn with_default_is_shared_and_a_different_provider_of_the_same_type_replaces() {
     assert!(!world.has::<Gun>(ship));
 }
 
-#[test]
-fn a_component_the_entity_lost_is_given_back_even_when_shared() {
+fn a_component_the_entity_lost_is_given_back_even_when_shared(storage: Storage) {
     let hull = Arc::new(Sprite("hull"));
-    let mut world = World::new();
+    let mut world = world_with(storage);
     let ship = world.spawn((ship_machine(&hull),));
     world.change_state(ship, "playing").unwrap();
     world.remove_one::<Sprite>(ship).unwrap();
@@ -449,6 +497,11 @@ fn random_transitions_match_a_naive_model() {
         let mut rng = Rng(seed);
         let (machine, specs) = model_machine();
         let mut world = World::new();
+        // Every other walk keeps `B` and `C` (one by default, one shared) in sparse sets.
+        if seed % 2 == 0 {
+            world.register_component::<B>().sparse_set();
+            world.register_component::<C>().sparse_set();
+        }
         let e = world.spawn((machine,));
         let mut model: BTreeMap<char, u32> = BTreeMap::new();
         let mut current: Option<usize> = None;
