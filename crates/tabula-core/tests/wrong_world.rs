@@ -1,6 +1,9 @@
 //! Entity handles used on a world that did not make them: every entry point that takes an
 //! `Entity` refuses them with `WrongWorld` (naming both worlds' tags), and the entity that
 //! lives at the same index and generation in that world is left untouched.
+//!
+//! `query_lookups_refuse_another_worlds_entity` runs with `Hp` in tables and in a sparse set
+//! (see [`per_storage!`]); the other entry points are not queries.
 
 use tabula_core::query::QueryError;
 use tabula_core::{CommandError, CommandQueue, Commands, Entity, EntityError, HierarchyError, World};
@@ -11,11 +14,51 @@ struct Hp(u32);
 #[derive(Debug, PartialEq)]
 struct Name(&'static str);
 
+/// Where `Hp` lives in the query case: it runs once per storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Storage {
+    Table,
+    Sparse,
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+
+per_storage!(query_lookups_refuse_another_worlds_entity);
+
 /// Two worlds with distinct tags, each with three entities at the same indices and
 /// generations, and the handles of `home`'s.
 fn two_worlds() -> (World, World, Vec<Entity>) {
+    two_worlds_with(Storage::Table)
+}
+
+/// [`two_worlds`], with `Hp` stored in both worlds as `storage` says.
+fn two_worlds_with(storage: Storage) -> (World, World, Vec<Entity>) {
     let mut home = World::with_tag(3);
     let mut other = World::with_tag(4);
+    if storage == Storage::Sparse {
+        home.register_component::<Hp>().sparse_set();
+        other.register_component::<Hp>().sparse_set();
+    }
     let ids: Vec<Entity> = (0..3).map(|i| home.spawn((Hp(i), Name("home")))).collect();
     let twins: Vec<Entity> = (0..3)
         .map(|i| other.spawn((Hp(100 + i), Name("other"))))
@@ -99,9 +142,8 @@ fn views_refuse_another_worlds_entity() {
     assert_untouched(&mut other);
 }
 
-#[test]
-fn query_lookups_refuse_another_worlds_entity() {
-    let (_home, mut other, ids) = two_worlds();
+fn query_lookups_refuse_another_worlds_entity(storage: Storage) {
+    let (_home, mut other, ids) = two_worlds_with(storage);
     let mut reads = other.query::<&Hp>();
     let mut writes = other.query::<&mut Hp>();
     for &e in &ids {
