@@ -43,7 +43,7 @@ SHARED = {"static.files", "src", "trait.impl", "type.impl", "search.index", "sea
 KNOWN_UNLINKED = {
     # tabula-core's query internals: #[doc(hidden)] re-exports of `tabula::query`, public only
     # because they name the associated types of the built-in terms' `WorldQuery` impls.
-    "PreparedColumn", "PreparedEntities", "ReadFetch", "WriteFetch", "TickFetch",
+    "PreparedColumn", "PreparedEntities", "ReadFetch", "WriteFetch", "TickFetch", "SparseLookup",
     # The same for multi-component views: names the associated types of `ViewTerm`'s impls.
     "ViewColumn",
     # `IntoSystem<Out, ..>`'s own generic parameter: rustdoc shows the provided `pipe` on each

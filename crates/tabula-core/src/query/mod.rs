@@ -49,7 +49,7 @@ pub use error::{AccessConflict, QueryError};
 pub use fetch::{Has, QueryData, ReadOnlyQueryData, WorldQuery};
 // The built-in terms' fetch internals: public only because their `WorldQuery` impls name them.
 #[doc(hidden)]
-pub use fetch::{PreparedColumn, PreparedEntities, ReadFetch, WriteFetch};
+pub use fetch::{PreparedColumn, PreparedEntities, ReadFetch, SparseLookup, WriteFetch};
 #[doc(hidden)]
 pub use filter::TickFetch;
 pub use filter::{Added, Allow, ArchetypeFilter, Changed, Or, QueryFilter, With, Without};
