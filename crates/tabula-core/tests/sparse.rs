@@ -439,12 +439,60 @@ fn by_id_access_and_entity_views_see_sparse_components() {
     }
 }
 
+/// `World::view`/`view_mut` find a sparse component's values in its set, by entity, with the
+/// errors and change marks of a table column; multi-component views refuse it by name.
 #[test]
-#[should_panic(expected = "views do not read yet")]
-fn a_view_of_a_sparse_component_is_refused() {
-    let mut world = world_with::<Stunned>(Storage::Sparse);
-    world.spawn((Stunned(1),));
-    let _ = world.view::<Stunned>();
+fn single_views_read_and_write_sparse_components_and_multi_views_refuse_them() {
+    for storage in [Storage::Table, Storage::Sparse] {
+        let mut world = world_with::<Stunned>(storage);
+        let a = world.spawn((Pos(0), Stunned(1)));
+        let b = world.spawn((Stunned(2),));
+        let bare = world.spawn((Pos(3),));
+        let dead = world.spawn((Stunned(4),));
+        world.despawn(dead).unwrap();
+        {
+            let view = world.view::<Stunned>();
+            assert_eq!(view.get(a), Ok(&Stunned(1)), "{storage:?}");
+            assert_eq!(view.get(b), Ok(&Stunned(2)), "{storage:?}");
+            assert!(
+                matches!(view.get(bare), Err(EntityError::MissingComponent { entity, .. }) if entity == bare),
+                "{storage:?}"
+            );
+            assert!(
+                matches!(view.get(dead), Err(EntityError::NoSuchEntity { .. })),
+                "{storage:?}"
+            );
+            assert!(view.contains(b) && !view.contains(bare), "{storage:?}");
+        }
+        let mut changed = world.query_filtered::<Entity, tabula_core::Changed<Stunned>>();
+        assert_eq!(changed.iter(&world).count(), 2, "{storage:?}: both new");
+        {
+            let mut view = world.view_mut::<Stunned>();
+            view.get_mut(b).unwrap().0 += 10;
+            assert_eq!(view.get(b), Ok(&Stunned(12)), "{storage:?}");
+            assert!(
+                view.get_mut(bare).is_err() && view.get_mut(dead).is_err(),
+                "{storage:?}"
+            );
+        }
+        // The write marked b's value changed, and only it.
+        assert_eq!(changed.iter(&world).collect::<Vec<_>>(), [b], "{storage:?}");
+
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            world.multi_view::<(&Pos, &Stunned)>().get(a).is_ok()
+        }));
+        match storage {
+            Storage::Table => assert!(refused.unwrap()),
+            Storage::Sparse => {
+                let payload = refused.unwrap_err();
+                let message = payload.downcast_ref::<String>().unwrap();
+                assert!(
+                    message.contains("`Stunned` is stored in a sparse set"),
+                    "{message}"
+                );
+            }
+        }
+    }
 }
 
 /// A table component and a sparse one of a mixed bundle, each holding a counted value.

@@ -80,19 +80,6 @@ impl World {
         self.sparse.get(self.components.id::<T>()?)
     }
 
-    /// Views find components by archetype column, and a sparse component has none: a view
-    /// of one would report every entity as lacking it, so it is refused.
-    #[track_caller]
-    pub(super) fn refuse_sparse_view<T: Component>(&self, what: &str) {
-        if self.sparse_set_of::<T>().is_some() {
-            panic!(
-                "{what}: component `{}` is stored in a sparse set, which views do not read yet; \
-                 read it with `World::get`/`get_mut`",
-                std::any::type_name::<T>()
-            );
-        }
-    }
-
     /// `has::<T>` for a sparse `T`; false for a table one.
     #[cold]
     #[inline(never)]

@@ -16,6 +16,7 @@ use crate::component::Component;
 use crate::entity::{Entity, Locations};
 use crate::error::EntityError;
 use crate::location::ArchetypeId;
+use crate::storage::SparseSet;
 
 use super::{World, missing, tick_now};
 
@@ -64,20 +65,19 @@ pub struct View<'w, T: Component> {
     /// of loading its column from `columns`, which keeps one load off the chain of dependent
     /// loads each lookup is.
     hot: (ArchetypeId, &'w [T]),
+    /// For a component stored in a [sparse set](crate::ComponentRegistration::sparse_set)
+    /// (which no archetype has a column of): the set and its dense values.
+    sparse: Option<(&'w SparseSet, &'w [T])>,
 }
 
 impl World {
     /// A [`View`] of every entity's `T`, for many lookups while the world is borrowed.
     ///
     /// Making it visits every archetype once; a lookup then skips the search for `T`'s column
-    /// that [`get`](Self::get) does each time.
-    ///
-    /// # Panics
-    /// For a component stored in a [sparse set](crate::ComponentRegistration::sparse_set),
-    /// which views do not read yet: read it with [`get`](Self::get).
-    #[track_caller]
+    /// that [`get`](Self::get) does each time. For a component stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set), a lookup finds the entity's
+    /// value in the set.
     pub fn view<T: Component>(&self) -> View<'_, T> {
-        self.refuse_sparse_view::<T>("World::view");
         let type_id = TypeId::of::<T>();
         let columns: Box<[Option<&[T]>]> = self
             .archetypes
@@ -102,11 +102,20 @@ impl World {
             .map_or((ArchetypeId::ABSENT, &[][..]), |(archetype, column)| {
                 (self.archetypes.archetypes.all()[archetype].id(), column)
             });
+        let sparse = self.sparse_set_of::<T>().map(|set| {
+            let column = set.table().column(0);
+            // SAFETY: the set is `T`'s (found by its component id), its one column stores `T`
+            // with rows `0..len` initialised, and `&self` keeps it as it is for `'_`.
+            let values =
+                unsafe { std::slice::from_raw_parts(column.data_ptr().cast::<T>(), set.table().len()) };
+            (set, values)
+        });
         View {
             locations: self.entities.locations(),
             tag: self.entities.tag(),
             columns,
             hot,
+            sparse,
         }
     }
 }
@@ -142,7 +151,13 @@ impl<'w, T: Component> View<'w, T> {
         match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
             // SAFETY: locations are exact, so the row is one of the table's `len` rows.
             Some(column) => Ok(unsafe { column.get_unchecked(location.row as usize) }),
-            None => Err(missing::<T>(entity)),
+            None => match self.sparse {
+                // A dense row of the set is one of its values.
+                Some((set, values)) => {
+                    (set.row_of(entity).and_then(|row| values.get(row))).ok_or_else(|| missing::<T>(entity))
+                }
+                None => Err(missing::<T>(entity)),
+            },
         }
     }
 
@@ -192,6 +207,9 @@ pub struct ViewMut<'w, T: Component> {
     /// `columns[a]` points at archetype `a`'s column of `T`, or is `None` when it has none.
     columns: Box<[Option<ColumnPtrs<T>>]>,
     ticks: RunTicks,
+    /// For a component stored in a [sparse set](crate::ComponentRegistration::sparse_set):
+    /// the set, and its dense column as raw pointers.
+    sparse: Option<(*const SparseSet, ColumnPtrs<T>)>,
     /// The world is borrowed exclusively for `'w`.
     _world: PhantomData<&'w mut World>,
 }
@@ -207,13 +225,14 @@ impl World {
     /// A [`ViewMut`] of every entity's `T`, for many lookups and writes while the world is
     /// borrowed.
     ///
+    /// For a component stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set), a lookup finds the entity's
+    /// value in the set, and writing marks its dense row changed.
+    ///
     /// # Panics
-    /// For an [immutable](crate::ComponentRegistration::immutable) component, and for one
-    /// stored in a [sparse set](crate::ComponentRegistration::sparse_set) (as
-    /// [`view`](Self::view)).
+    /// For an [immutable](crate::ComponentRegistration::immutable) component.
     #[track_caller]
     pub fn view_mut<T: Component>(&mut self) -> ViewMut<'_, T> {
-        self.refuse_sparse_view::<T>("World::view_mut");
         if let Some(id) = self.components.id::<T>()
             && self.components.info(id).is_immutable()
         {
@@ -239,11 +258,22 @@ impl World {
                 })
             })
             .collect();
+        let sparse = self.sparse_set_of::<T>().map(|set| {
+            let column = set.table().column(0);
+            let ptrs = ColumnPtrs {
+                values: column.data_ptr().cast::<T>(),
+                ticks: column.ticks_base(),
+                // SAFETY: `&mut self`: nothing else reads or writes the set's column.
+                floor: unsafe { column.changed_floor(ticks.this_run) },
+            };
+            (set as *const SparseSet, ptrs)
+        });
         ViewMut {
             locations: self.entities.locations(),
             tag: self.entities.tag(),
             columns,
             ticks,
+            sparse,
             _world: PhantomData,
         }
     }
@@ -261,7 +291,14 @@ impl<T: Component> ViewMut<'_, T> {
         // one entry per archetype: none can be added while the world is borrowed.
         match unsafe { self.columns.get_unchecked(location.archetype.index()) } {
             Some(column) => Ok((column, location.row as usize)),
-            None => Err(missing::<T>(entity)),
+            None => match &self.sparse {
+                // SAFETY: the set lives, unchanged, while the world is borrowed by the view
+                // (sets are only made, grown or given rows through `&mut World`).
+                Some((set, column)) => (unsafe { &**set }.row_of(entity))
+                    .map(|row| (column, row))
+                    .ok_or_else(|| missing::<T>(entity)),
+                None => Err(missing::<T>(entity)),
+            },
         }
     }
 
@@ -471,8 +508,8 @@ pub unsafe trait ViewData {
     type ReadItem<'a>;
 
     /// Each term's component, name, whether it writes, and whether the component is
-    /// registered immutable in `world`.
-    fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)>;
+    /// registered immutable, and stored in a sparse set, in `world`.
+    fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool, bool)>;
 
     /// The archetype's columns; `ticks` (for a view that writes) gives the columns' floors.
     ///
@@ -548,13 +585,17 @@ macro_rules! view_data {
             type Item<'a> = ($($term::Item<'a>,)*);
             type ReadItem<'a> = ($(&'a $term::Component,)*);
 
-            fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)> {
-                vec![$((
-                    TypeId::of::<$term::Component>(),
-                    type_name::<$term::Component>(),
-                    $term::WRITES,
-                    world.components.id::<$term::Component>().is_some_and(|id| world.components.info(id).is_immutable()),
-                )),*]
+            fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool, bool)> {
+                vec![$({
+                    let id = world.components.id::<$term::Component>();
+                    (
+                        TypeId::of::<$term::Component>(),
+                        type_name::<$term::Component>(),
+                        $term::WRITES,
+                        id.is_some_and(|id| world.components.info(id).is_immutable()),
+                        id.is_some_and(|id| world.sparse.get(id).is_some()),
+                    )
+                }),*]
             }
 
             unsafe fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns {
@@ -608,10 +649,18 @@ view_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 #[track_caller]
 fn check_terms<D: ViewData>(world: &World, what: &str) {
     let terms = D::terms(world);
-    for (i, (id, name, writes, immutable)) in terms.iter().enumerate() {
+    for (i, (id, name, writes, immutable, sparse)) in terms.iter().enumerate() {
+        if *sparse {
+            panic!(
+                "{what}::<{}>: component `{}` is stored in a sparse set, which multi-component \
+                 views do not read; use `World::view`/`view_mut` for it, or a query",
+                crate::short_type_name(type_name::<D>()),
+                crate::short_type_name(name),
+            );
+        }
         if terms[..i]
             .iter()
-            .any(|(other, _, other_writes, _)| other == id && (*writes || *other_writes))
+            .any(|(other, _, other_writes, _, _)| other == id && (*writes || *other_writes))
         {
             panic!(
                 "{what}::<{}> names `{}` twice, once for writing: the two would alias. Name each \
@@ -631,8 +680,13 @@ impl World {
     /// many lookups while the world is borrowed.
     ///
     /// # Panics
-    /// Never for `&T` terms alone (a component named twice is read twice).
+    /// For a term whose component is stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set), which multi-component views do
+    /// not read (a single-component [`view`](Self::view) does). Never otherwise (a component
+    /// named twice is read twice).
+    #[track_caller]
     pub fn multi_view<D: ReadOnlyViewData>(&self) -> MultiView<'_, D> {
+        check_terms::<D>(self, "World::multi_view");
         let columns = (self.archetypes.archetypes.all().iter())
             // SAFETY: no ticks, so no floor is read.
             .map(|archetype| unsafe { D::columns(archetype, None) })
@@ -649,8 +703,10 @@ impl World {
     /// terms), for many lookups and writes while the world is borrowed.
     ///
     /// # Panics
-    /// When a component is named twice and written (`(&mut A, &A)`), or a `&mut T` term names
-    /// an [immutable](crate::ComponentRegistration::immutable) component.
+    /// When a component is named twice and written (`(&mut A, &A)`), a `&mut T` term names
+    /// an [immutable](crate::ComponentRegistration::immutable) component, or a term names a
+    /// component stored in a [sparse set](crate::ComponentRegistration::sparse_set) (as
+    /// [`multi_view`](Self::multi_view)).
     #[track_caller]
     pub fn multi_view_mut<D: ViewData>(&mut self) -> MultiViewMut<'_, D> {
         check_terms::<D>(self, "World::multi_view_mut");
