@@ -73,9 +73,18 @@ impl<'w> EntityRef<'w> {
         &self.world.archetypes.archetypes.all()[self.location.archetype.index()]
     }
 
-    /// The type names of the entity's components.
+    /// The type names of the entity's components: its archetype's, then those it holds in
+    /// [sparse sets](crate::ComponentRegistration::sparse_set).
     pub fn component_names(&self) -> impl ExactSizeIterator<Item = &'static str> + 'w {
-        self.archetype().component_names()
+        let world = self.world;
+        let sparse = if world.sparse.any() {
+            world.sparse.held_by(self.entity)
+        } else {
+            Default::default()
+        };
+        let sparse_names = sparse.into_iter().map(|id| world.components.info(id).name());
+        let names: Vec<&'static str> = self.archetype().component_names().chain(sparse_names).collect();
+        names.into_iter()
     }
 }
 
