@@ -198,3 +198,25 @@ fn observer_runs_and_ids_are_the_same_with_1_and_4_threads() {
     };
     assert_eq!(run("1"), run("4"));
 }
+
+/// Odd seeds (and inputs of odd byte parity) store the markers in sparse sets: every op then
+/// reaches sparse components too.
+#[test]
+fn the_sparse_storage_choice_reaches_both_worlds() {
+    let harness = tabula_check::Harness::with_storage(true);
+    for world in [harness.world(), harness.second_world()] {
+        for name in [
+            std::any::type_name::<tabula_check::Tag>(),
+            std::any::type_name::<tabula_check::Small>(),
+        ] {
+            let id = world.components().id_by_name(name).unwrap();
+            assert!(world.components().info(id).is_sparse(), "{name}");
+        }
+    }
+    let harness = tabula_check::Harness::new();
+    let id = harness
+        .world()
+        .components()
+        .id_by_name(std::any::type_name::<tabula_check::Tag>());
+    assert!(id.is_none_or(|id| !harness.world().components().info(id).is_sparse()));
+}

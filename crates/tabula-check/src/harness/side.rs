@@ -81,10 +81,15 @@ pub(super) struct Side {
 
 impl Side {
     /// An empty world tagged `WORLD_TAGS[index]`, with its resources, events and checker.
-    pub(super) fn new(index: u8) -> Self {
+    /// With `sparse_markers`, `Tag` and `Small` are stored in sparse sets.
+    pub(super) fn new(index: u8, sparse_markers: bool) -> Self {
         let tag = WORLD_TAGS[usize::from(index)];
         let shared = Arc::new(Shared::default());
         let mut world = World::with_tag(tag);
+        if sparse_markers {
+            world.register_component::<crate::Tag>().sparse_set();
+            world.register_component::<crate::Small>().sparse_set();
+        }
         world.insert_resource(Script {
             shared: shared.clone(),
             tag,
