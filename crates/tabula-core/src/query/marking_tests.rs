@@ -78,12 +78,12 @@ macro_rules! per_storage {
 }
 
 per_storage!(
-    each_mutable_term_is_marked_on_its_own,
+    each_mutable_term_is_marked_on_its_own;
+    native_only:
     a_panicking_for_each_still_marks_what_it_wrote,
     par_for_each_marks_exactly_the_rows_it_writes,
     par_for_each_marks_fully_written_batches_of_a_partly_written_archetype,
-    a_panicking_par_for_each_still_marks_what_it_wrote;
-    native_only:
+    a_panicking_par_for_each_still_marks_what_it_wrote,
     for_each_marks_exactly_the_rows_it_writes,
     iter_mut_marks_exactly_the_rows_it_writes,
     a_mut_marks_on_its_first_mutable_access,

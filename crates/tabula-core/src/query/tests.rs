@@ -114,13 +114,13 @@ per_storage!(
     get_get_mut_and_get_many_mut,
     a_query_may_write_what_its_tick_filter_reads,
     single_count_and_is_empty,
-    par_for_each_visits_every_row_once,
     wrapped_ticks_never_read_as_new,
     query_runs_through_mut_world_alone_clamp_old_ticks,
     a_query_idle_past_the_wrap_sees_a_fresh_write,
     contains_evaluates_filters_without_fetching,
     mutable_queries_read_through_shared_access;
-    native_only: get_sees_every_structural_change
+    native_only: get_sees_every_structural_change,
+    par_for_each_visits_every_row_once
 );
 
 fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
