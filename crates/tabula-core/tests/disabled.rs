@@ -14,18 +14,13 @@ use std::sync::{Arc, Mutex};
 use tabula::prelude::*;
 use tabula::{BatchSize, QueryError, Related, View};
 
+mod common;
+use common::{Storage, per_storage};
+
 #[derive(Debug, PartialEq, Clone, Copy)]
 struct Pos(u32);
 #[derive(Debug, PartialEq)]
 struct Vel(u32);
-
-/// Where `Pos` and `Vel` live (disabling components are always in tables): each case below
-/// runs once per storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
 
 /// A world with `Pos` and `Vel` stored as `storage` says.
 fn world_with(storage: Storage) -> World {
@@ -35,28 +30,6 @@ fn world_with(storage: Storage) -> World {
         world.register_component::<Vel>().sparse_set();
     }
     world
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
 }
 
 per_storage!(

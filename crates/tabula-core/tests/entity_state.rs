@@ -16,6 +16,7 @@ use tabula::{CommandError, CommandQueue, EntityStateError, QueryState};
 
 mod common;
 use common::Rng;
+use common::{Storage, per_storage};
 
 #[derive(Clone, Debug, PartialEq, Default)]
 struct Gun(u32);
@@ -41,14 +42,6 @@ fn ship_machine(hull: &Arc<Sprite>) -> EntityStateMachine {
         })
 }
 
-/// Where the state components `Gun`, `Controls`, `Sprite` and `Wreck` live (`Position`, in
-/// no state, stays in tables): each case below runs once per storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
-
 /// A world with the state components stored as `storage` says.
 fn world_with(storage: Storage) -> World {
     let mut world = World::new();
@@ -59,28 +52,6 @@ fn world_with(storage: Storage) -> World {
         world.register_component::<Wreck>().sparse_set();
     }
     world
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
 }
 
 per_storage!(

@@ -1,4 +1,4 @@
-//! The fast paths of session 3 against awkward inputs: `spawn_batch` through column
+//! The storage and query fast paths against awkward inputs: `spawn_batch` through column
 //! pointers read once (lying size hints, zero-sized, over-aligned and `Drop` components,
 //! panicking source and consumer), whole-table batches in row order, and `Added`/`Changed`
 //! filters sharing a query with `&mut T` while items outlive `next()`. Written as a
@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tabula_core::{Added, Changed, Entity, Or, World};
+
+mod common;
+use common::{Storage, per_storage};
 
 #[derive(Debug)]
 struct D(Arc<AtomicUsize>, u32);
@@ -32,13 +35,6 @@ struct Z;
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct P(u32);
 
-/// Where `P` lives in the change-filter probes: each runs once per storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
-
 /// A world with `P` stored as `storage` says.
 fn world_with(storage: Storage) -> World {
     let mut world = World::new();
@@ -46,28 +42,6 @@ fn world_with(storage: Storage) -> World {
         world.register_component::<P>().sparse_set();
     }
     world
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
 }
 
 per_storage!(

@@ -7,6 +7,9 @@
 
 use tabula_core::{CommandQueue, Commands, Entity, EventCursor, Parent, World};
 
+mod common;
+use common::{Storage, per_storage};
+
 #[derive(Debug, PartialEq)]
 struct Shield(u32);
 
@@ -16,14 +19,6 @@ struct Speed(f32);
 #[derive(Debug, PartialEq)]
 struct Name(&'static str);
 
-/// Where `Shield` and `Speed` live (`Name` stays in tables): each case below runs once per
-/// storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
-
 /// A world with `Shield` and `Speed` stored as `storage` says.
 fn world_with(storage: Storage) -> World {
     let mut world = World::new();
@@ -32,28 +27,6 @@ fn world_with(storage: Storage) -> World {
         world.register_component::<Speed>().sparse_set();
     }
     world
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
 }
 
 per_storage!(

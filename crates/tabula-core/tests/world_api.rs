@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tabula_core::{ArchetypeId, Changed, Entity, EntityError, QueryError, World};
 
+mod common;
+use common::{Storage, per_storage};
+
 #[derive(Debug, PartialEq, Clone, Copy)]
 struct Position(f32, f32);
 
@@ -37,14 +40,6 @@ impl Drop for DropCounter {
     }
 }
 
-/// Where `Health` and `Player` live in the change-tick and query-error cases: each runs once
-/// per storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
-
 /// A world with `Health` and `Player` stored as `storage` says.
 fn world_with(storage: Storage) -> World {
     let mut world = World::new();
@@ -53,28 +48,6 @@ fn world_with(storage: Storage) -> World {
         world.register_component::<Player>().sparse_set();
     }
     world
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
 }
 
 per_storage!(

@@ -8,40 +8,14 @@
 use tabula_core::query::QueryError;
 use tabula_core::{CommandError, CommandQueue, Commands, Entity, EntityError, HierarchyError, World};
 
+mod common;
+use common::{Storage, per_storage};
+
 #[derive(Debug, PartialEq)]
 struct Hp(u32);
 
 #[derive(Debug, PartialEq)]
 struct Name(&'static str);
-
-/// Where `Hp` lives in the query case: it runs once per storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Storage {
-    Table,
-    Sparse,
-}
-
-/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
-/// and `sparse`.
-macro_rules! per_storage {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use super::Storage;
-
-                #[test]
-                fn table() {
-                    super::$case(Storage::Table);
-                }
-
-                #[test]
-                fn sparse() {
-                    super::$case(Storage::Sparse);
-                }
-            }
-        )*
-    };
-}
 
 per_storage!(query_lookups_refuse_another_worlds_entity);
 

@@ -1,4 +1,4 @@
-//! Regressions from the session 9 review: command buffers, sync points, conditions,
+//! Regressions found in a review of the scheduler: command buffers, sync points, conditions,
 //! rebuilds, panics and events through the public API, under both executors.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,9 +1,41 @@
 //! Shared by the model-based tests (each test file that says `mod common;`).
 
 // Each test binary uses a different subset.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unused_macros)]
 
 use tabula_core::{Entity, World};
+
+/// Where a test's components live: a test written as `fn case(storage: Storage)` runs once
+/// per storage (see [`per_storage!`]), each file registering its components as its
+/// `world_with(storage)` says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Storage {
+    Table,
+    Sparse,
+}
+
+/// Generates, for each `fn case(storage: Storage)`, a module `case` with the tests `table`
+/// and `sparse`.
+macro_rules! per_storage {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::Storage;
+
+                #[test]
+                fn table() {
+                    super::$case(Storage::Table);
+                }
+
+                #[test]
+                fn sparse() {
+                    super::$case(Storage::Sparse);
+                }
+            }
+        )*
+    };
+}
+pub(crate) use per_storage;
 
 /// The largest generation a handle can have (24 bits; the 8 above hold the world tag).
 pub const MAX_GENERATION: u32 = (1 << 24) - 1;
