@@ -762,3 +762,63 @@ fn a_disabling_component_cannot_be_sparse() {
     }));
     assert!(message(refused).contains("`tabula_core::disabled::Disabled` is stored in a sparse set"));
 }
+
+/// Repeated one-entity inserts and removals of one component take a cached path after the
+/// first (for a sparse component: straight to its set); hooks, a removal log, a dead entity
+/// and an unflushed reservation that come after the cache is warm are all still seen.
+#[test]
+fn cached_one_entity_moves_still_see_later_hooks_logs_and_dead_entities() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let entities: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i),))).collect();
+        // Warm the caches: twice round, so that the second round takes the cached path.
+        for round in 0..2 {
+            for &e in &entities {
+                world.insert_one(e, Stunned(round)).unwrap();
+            }
+            for &e in &entities {
+                assert_eq!(world.remove_one::<Stunned>(e), Ok(Stunned(round)), "{storage:?}");
+            }
+        }
+
+        let log = Arc::new(std::sync::Mutex::new(Vec::<(&'static str, Entity)>::new()));
+        let hook = |name: &'static str| {
+            let log = Arc::clone(&log);
+            move |_: &mut HookWorld, ctx: HookContext| log.lock().unwrap().push((name, ctx.entity))
+        };
+        world
+            .register_component::<Stunned>()
+            .on_add(hook("add"))
+            .on_remove(hook("remove"));
+        world.track_removals::<Stunned>();
+        let e = entities[1];
+        world.insert_one(e, Stunned(7)).unwrap();
+        assert_eq!(world.remove_one::<Stunned>(e), Ok(Stunned(7)), "{storage:?}");
+        assert_eq!(*log.lock().unwrap(), [("add", e), ("remove", e)], "{storage:?}");
+        assert_eq!(world.removed::<Stunned>().collect::<Vec<_>>(), [e], "{storage:?}");
+
+        // A dead entity is an error naming it, on both kinds of move.
+        let dead = entities[2];
+        world.despawn(dead).unwrap();
+        assert_eq!(
+            world.insert_one(dead, Stunned(9)),
+            Err(EntityError::NoSuchEntity(dead)),
+            "{storage:?}"
+        );
+        assert_eq!(
+            world.remove_one::<Stunned>(dead),
+            Err(EntityError::NoSuchEntity(dead)),
+            "{storage:?}"
+        );
+        // A reserved id is flushed before the insert.
+        let reserved = world.reserve_entity();
+        world.insert_one(reserved, Stunned(5)).unwrap();
+        assert_eq!(world.get::<Stunned>(reserved), Ok(&Stunned(5)), "{storage:?}");
+        // Missing: the error names the component, and nothing changes.
+        assert!(
+            matches!(world.remove_one::<Stunned>(entities[3]), Err(EntityError::MissingComponent { entity, .. }) if entity == entities[3]),
+            "{storage:?}"
+        );
+        assert_eq!(world.get::<Pos>(entities[3]), Ok(&Pos(3)), "{storage:?}");
+    }
+}

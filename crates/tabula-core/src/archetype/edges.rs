@@ -24,7 +24,9 @@ pub(crate) struct Edges {
 ///
 /// Invariant: `edge` is `source`'s edge of that kind for that bundle type (set only by
 /// [`Archetypes::remember`] from a lookup of that very edge); archetypes and edges are never
-/// removed, so it stays valid.
+/// removed, so it stays valid. Or, for a bundle type of one [sparse](crate::storage::SparseSet)
+/// component, which has no edges, `source` is [`ArchetypeId::ABSENT`] (no live entity's
+/// archetype) and `edge` is the component's id (set by [`Archetypes::remember_sparse`]).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct RecentMove {
     source: u32,
@@ -190,6 +192,27 @@ impl Archetypes {
             RecentMove {
                 source: source.0,
                 edge: edge as u32,
+            },
+        );
+    }
+
+    /// Makes bundle type `B`, one sparse `component`, the [`recent`](Self::recent) move of
+    /// its kind: its entry's source is [`ArchetypeId::ABSENT`], which no live entity's
+    /// location names, so no move takes `component` for an edge; a one-entity insert or
+    /// removal of `B` whose inline table path misses finds the entry and goes to the set
+    /// without the general path's lookups (see `World::recent_sparse`).
+    #[inline]
+    pub(crate) fn remember_sparse<B: Bundle>(&mut self, remove: bool, component: ComponentId) {
+        let recent = if remove {
+            &mut self.recent_remove
+        } else {
+            &mut self.recent_insert
+        };
+        recent.set(
+            BundleKey::of::<B>(),
+            RecentMove {
+                source: ArchetypeId::ABSENT.0,
+                edge: component.index() as u32,
             },
         );
     }

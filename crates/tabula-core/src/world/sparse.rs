@@ -5,7 +5,10 @@
 //! edge builders refuse one). The out-of-line general paths of `insert`, `remove` and
 //! `spawn` test that flag once and come here; the inline fast paths never see such a
 //! bundle, since its edges are never made. So the all-table paths pay one test of a flag
-//! that is already in cache, on their out-of-line path only.
+//! that is already in cache, on their out-of-line path only. After the first one-entity
+//! insert (or removal) of a one-field sparse bundle type, the world's recent-move entry for
+//! that kind names the component (`Archetypes::remember_sparse`), and the next ones come
+//! from the inline path's miss straight here, past the general path's lookups.
 //!
 //! A one-field bundle of a sparse component (the common case, `insert(e, (Stunned,))`) is
 //! written straight into the set's dense column. A bundle mixing table and sparse fields is
@@ -169,13 +172,27 @@ impl World {
     ) {
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
-            if self.components.info(component).has_hooks(u8::MAX) {
-                return self.insert_sparse_hooked::<B, APPLY>(entity, component, bundle);
-            }
-            self.write_one_sparse(entity, component, bundle);
-            return;
+            // The next one-entity insert of `B` comes straight to the set (`recent_sparse`).
+            self.archetypes.remember_sparse::<B>(false, component);
+            return self.insert_one_sparse::<B, APPLY>(entity, component, bundle);
         }
         self.insert_sparse_mixed::<B, APPLY>(entity, id, bundle);
+    }
+
+    /// [`insert_with_sparse`](Self::insert_with_sparse) of one-field bundle `B` of sparse
+    /// `component` into live `entity`, with nothing to flush: also where `insert_general`
+    /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
+    #[inline(always)]
+    pub(super) fn insert_one_sparse<B: Bundle, const APPLY: bool>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+        bundle: B,
+    ) {
+        if self.components.info(component).has_hooks(u8::MAX) {
+            return self.insert_sparse_hooked::<B, APPLY>(entity, component, bundle);
+        }
+        self.write_one_sparse(entity, component, bundle);
     }
 
     /// Writes one-field bundle `B`'s value as `entity`'s value of sparse `component` (the
@@ -325,26 +342,41 @@ impl World {
     ) -> Result<B, EntityError> {
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
-            let info = self.components.info(component);
-            if info.has_hooks(u8::MAX) | info.logs_removals() {
-                return self.remove_sparse_hooked::<B, HOOKS>(entity, component);
-            }
-            let set = self
-                .sparse
-                .get_mut(component)
-                .expect("the bundle's one field is sparse");
-            let Some(row) = set.row_of(entity) else {
-                return Err(self.missing_sparse(entity, component));
-            };
-            // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
-            // holds the entity's value: read once, then the set forgets the row.
-            return Ok(unsafe {
-                let removed = B::take_at(set.table(), &[0], row);
-                set.swap_remove_taken(row);
-                removed
-            });
+            // The next one-entity removal of `B` comes straight to the set (`recent_sparse`).
+            self.archetypes.remember_sparse::<B>(true, component);
+            return self.remove_one_sparse::<B, HOOKS>(entity, component);
         }
         self.remove_sparse_mixed::<B, HOOKS>(entity, location, id)
+    }
+
+    /// [`remove_with_sparse`](Self::remove_with_sparse) of one-field bundle `B` of sparse
+    /// `component` from live `entity`, with nothing to flush: also where `remove_general`
+    /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
+    #[inline(always)]
+    pub(super) fn remove_one_sparse<B: Bundle, const HOOKS: bool>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+    ) -> Result<B, EntityError> {
+        debug_assert_eq!(B::FIELDS, 1);
+        let info = self.components.info(component);
+        if info.has_hooks(u8::MAX) | info.logs_removals() {
+            return self.remove_sparse_hooked::<B, HOOKS>(entity, component);
+        }
+        let set = self
+            .sparse
+            .get_mut(component)
+            .expect("the bundle's one field is sparse");
+        let Some(row) = set.row_of(entity) else {
+            return Err(self.missing_sparse(entity, component));
+        };
+        // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
+        // holds the entity's value: read once, then the set forgets the row.
+        Ok(unsafe {
+            let removed = B::take_at(set.table(), &[0], row);
+            set.swap_remove_taken(row);
+            removed
+        })
     }
 
     /// The error for `entity` lacking sparse `component`.

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use crate::archetype::{Archetype, pair_mut_unchecked};
 use crate::bundle::{Bundle, BundleId};
 use crate::change::Tick;
-use crate::component::Component;
+use crate::component::{Component, ComponentId};
 use crate::entity::{Entities, Entity};
 use crate::error::EntityError;
 use crate::location::ArchetypeId;
@@ -141,7 +141,7 @@ impl World {
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         match self.try_insert_in_room(entity, bundle) {
             Ok(()) => Ok(()),
-            Err(bundle) => self.insert_general::<B, true>(entity, bundle),
+            Err(bundle) => self.insert_missed(entity, bundle),
         }
     }
 
@@ -185,6 +185,46 @@ impl World {
             }
         };
         Some((location, edge))
+    }
+
+    /// Where [`insert`](Self::insert) goes when its inline path does not apply: a cached
+    /// sparse insert, else [`insert_general`](Self::insert_general). A small function of
+    /// its own, so that the sparse path does not pay the general path's register saves.
+    /// The cached sparse path takes 10k sparse inserts and removals (`add_remove`'s
+    /// `tabula_sparse`) from 2.86M to 2.54M instructions; the table loop is unchanged.
+    #[inline(never)]
+    fn insert_missed<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+        if let Some(component) = self.recent_sparse::<B>(false, entity) {
+            self.insert_one_sparse::<B, true>(entity, component, bundle);
+            return Ok(());
+        }
+        self.insert_general::<B, true>(entity, bundle)
+    }
+
+    /// [`insert_missed`](Self::insert_missed) for [`remove`](Self::remove).
+    #[inline(never)]
+    fn remove_missed<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+        if let Some(component) = self.recent_sparse::<B>(true, entity) {
+            return self.remove_one_sparse::<B, true>(entity, component);
+        }
+        self.remove_general::<B, true>(entity)
+    }
+
+    /// The sparse component that one-field bundle type `B` is, when the world's recent
+    /// move of kind `remove` names it ([`remember_sparse`](crate::archetype::Archetypes::remember_sparse)),
+    /// `entity` is alive and no upkeep is due: then the general paths go straight to the
+    /// set. (Tested there, not in the inline table path, whose code it would change: the
+    /// table `add_remove` loop took 13-20% more instructions with the test inline.)
+    #[inline(always)]
+    fn recent_sparse<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<ComponentId> {
+        if B::FIELDS != 1 {
+            return None;
+        }
+        let (ArchetypeId::ABSENT, component) = self.archetypes.recent::<B>(remove)? else {
+            return None;
+        };
+        (self.no_upkeep_due() && self.entities.get(entity).is_some())
+            .then(|| ComponentId::from_index(component))
     }
 
     /// The call-free common case of [`insert`](Self::insert); hands the bundle back when the
@@ -396,7 +436,7 @@ impl World {
         // A bundle with a hooked component never takes the fast path (its edge is `unusual`).
         match self.try_remove_in_room::<B>(entity) {
             Some(removed) => Ok(removed),
-            None => self.remove_general::<B, true>(entity),
+            None => self.remove_missed::<B>(entity),
         }
     }
 
