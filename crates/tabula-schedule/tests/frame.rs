@@ -283,3 +283,33 @@ fn a_frame_run_from_its_own_system_panics_with_a_message() {
         "{message}"
     );
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Phase {
+    Intro,
+}
+impl States for Phase {}
+
+fn restructure(world: &mut World) {
+    // A later phase's schedule goes, a state arrives: this same frame sees both.
+    world.resource_mut::<Schedules>().unwrap().remove(Last).unwrap();
+    world.insert_state(Phase::Intro);
+    world.add_systems(OnEnter(Phase::Intro), push("enter intro"));
+}
+
+#[test]
+fn schedules_and_states_changed_by_an_earlier_phase_count_in_the_same_frame() {
+    let mut world = world();
+    world
+        .add_systems(First, restructure.run_if(run_once_per_world))
+        .add_systems(Update, push("update"))
+        .add_systems(Last, push("last"));
+    world.run_frame(ms(1));
+    assert_eq!(log(&world), ["enter intro", "update"]);
+    world.run_frame(ms(1));
+    assert_eq!(log(&world), ["enter intro", "update", "update"]);
+    // And a phase added back between frames runs in the next.
+    world.add_systems(Last, push("last"));
+    world.run_frame(ms(1));
+    assert_eq!(log(&world), ["enter intro", "update", "update", "update", "last"]);
+}
