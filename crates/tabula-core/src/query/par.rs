@@ -27,6 +27,11 @@
 //! that runs serially is one run, `base ++ [0, 0]`. A pass nested in the closure takes its
 //! base from the run it is called in. See `command/parallel.rs`.
 //!
+//! A query with sparse-set terms (`query/sparse.rs`) is cut into the same runs; a run looks
+//! each row's entity up in the sets and every written item marks its own dense row there, so
+//! its runs leave nothing pending. Distinct archetype rows are distinct entities, whose
+//! dense rows in a set are distinct, so runs of a sparse query never alias either.
+//!
 //! A tracer (the schedule's traced runs) sees each run of a pass through a *batch sink*
 //! ([`with_batch_sink`]): a pass reads the calling thread's sink once, when it starts, and
 //! every run reports its rows and times to it on whichever thread ran it.
@@ -48,6 +53,7 @@ use super::for_each::{Marks, run_rows};
 use super::state::{QueryState, fetch_matched};
 use crate::archetype::Archetype;
 use crate::change::RunTicks;
+use crate::command::parallel::PassBase;
 use crate::world::{UnsafeWorldCell, World};
 
 /// Queries with at most this many matching rows run serially unless a batch size is set.
@@ -171,12 +177,10 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             .map(|m| archetypes[m.archetype.index()].len())
             .sum();
         let threads = rayon::current_num_threads();
-        // The sparse path runs serially (see `query/sparse.rs`).
-        let serial = self.sparse
-            || match self.par_batch_size {
-                BatchSize::Fixed(n) => total <= n.max(1),
-                BatchSize::Automatic => total <= SERIAL_THRESHOLD,
-            };
+        let serial = match self.par_batch_size {
+            BatchSize::Fixed(n) => total <= n.max(1),
+            BatchSize::Automatic => total <= SERIAL_THRESHOLD,
+        };
         // The pass takes its place in the calling thread's command context, and command
         // scopes made in the closure are keyed under it by their run's archetype and start,
         // so they apply in serial row order (`command/parallel.rs`).
@@ -200,84 +204,118 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
         let matched = &self.matched;
         let automatic = self.par_batch_size == BatchSize::Automatic;
+        if self.sparse {
+            let (data_state, filter_state) = (&self.data_state, &self.filter_state);
+            // The sparse path's run: each row looked up in the sets and marked as it is
+            // written (see `query/sparse.rs`), so nothing is left pending.
+            let run = |index: usize, rows: Range<usize>, _len: usize| -> Outcome {
+                let matched = &matched[index];
+                let archetype = &archetypes[matched.archetype.index()];
+                run_timed(&pass, sink, automatic, index, rows.clone(), |_| {
+                    // SAFETY: the caller holds the query's access and keeps structural
+                    // changes out (so no set moves or changes shape while the run reads it);
+                    // the state is up to date and on the sparse path; only the structure is
+                    // read through the world. Runs cover disjoint rows of one archetype, and
+                    // distinct rows hold distinct entities, whose dense rows in each set are
+                    // distinct too, so the items (and the tick each `Mut` marks) handed to
+                    // different threads never alias; components are `Send + Sync`.
+                    unsafe {
+                        super::sparse::for_each_sparse_rows::<D, F>(
+                            world.world(),
+                            data_state,
+                            filter_state,
+                            matched,
+                            archetype,
+                            rows,
+                            ticks,
+                            &mut |item| f(item),
+                        );
+                    }
+                })
+            };
+            // SAFETY: forwarded contract; the runs leave no marks pending.
+            unsafe { self.spread_runs(archetypes, total, threads, ticks, run) };
+            return;
+        }
         // Runs `f` over one run of rows of the `index`th matched archetype (`len` rows), and
-        // reports what is left to mark. A panic is caught here, per run, so that the pending
-        // runs of the others still reach `mark_pending` (the unwind guard in `run_rows` has
-        // marked what the panicking run wrote).
+        // reports what is left to mark.
         let run = |index: usize, rows: Range<usize>, len: usize| -> Outcome {
             let matched = &matched[index];
             let archetype = &archetypes[matched.archetype.index()];
-            // Automatic passes time their runs, to size the next pass's runs; traced ones, to
-            // report them to the sink.
-            let start = (automatic || sink.is_some()).then(Instant::now);
-            // What the chunks finished so far left to mark, kept outside the unwind boundary:
-            // if a later chunk panics, these rows were written and must still be marked.
-            let mut pending = Pending::Nothing;
-            let result = panic::catch_unwind(AssertUnwindSafe(|| {
-                crate::command::parallel::in_run(&pass, index, rows.start, || {
-                    // SAFETY: the caches came from matching this archetype; the caller holds the
-                    // query's access; runs cover disjoint rows, so items on different threads
-                    // never alias; components are `Send + Sync`.
-                    let (mut data, mut filter) = unsafe { fetch_matched::<D, F>(matched, archetype, ticks) };
-                    // The run goes through its rows in chunks, a loop around the row loop.
-                    // That nesting is what gets the closure inlined: LLVM raises its inlining
-                    // threshold for a call its block-frequency estimate calls hot, and a call in
-                    // a single loop is not (a loop is guessed at 32 trips, under the 60x bar),
-                    // while one in two nested loops is, as in `for_each`'s walk over
-                    // archetypes. Without it a closure of ~100 instructions (game_frame's
-                    // `steer`, inline cost 380 against thresholds of 325 cold and 525 hot)
-                    // stayed a call per row and never vectorised: 153 M instructions for 50
-                    // passes against `for_each`'s 56 M (callgrind; 55 M chunked), and 2
-                    // threads no faster than 1 (190 µs; 114 µs chunked).
-                    let mut first = rows.start;
-                    while first < rows.end {
-                        let chunk = first..(first + RUN_CHUNK).min(rows.end);
-                        first = chunk.end;
-                        // A chunk that spans the whole archetype is the only one working on it
-                        // and may set the column's floor; the others leave their marks pending.
-                        let marks = if chunk.len() == len {
-                            Marks::Whole
-                        } else {
-                            Marks::Defer
-                        };
-                        // SAFETY: as above; the chunk lies within the run's rows, each visited
-                        // once. Each chunk tries deferred marks on its own (no `plain` carried
-                        // over).
-                        let deferred = unsafe {
-                            run_rows::<D, F>(
-                                &mut data,
-                                &mut filter,
-                                chunk.clone(),
-                                marks,
-                                &mut false,
-                                &mut |item| f(item),
-                            )
-                        };
-                        if deferred {
-                            pending = std::mem::take(&mut pending).merge(Pending::One(chunk));
-                        }
+            run_timed(&pass, sink, automatic, index, rows.clone(), |pending| {
+                // SAFETY: the caches came from matching this archetype; the caller holds the
+                // query's access; runs cover disjoint rows, so items on different threads
+                // never alias; components are `Send + Sync`.
+                let (mut data, mut filter) = unsafe { fetch_matched::<D, F>(matched, archetype, ticks) };
+                // The run goes through its rows in chunks, a loop around the row loop.
+                // That nesting is what gets the closure inlined: LLVM raises its inlining
+                // threshold for a call its block-frequency estimate calls hot, and a call in
+                // a single loop is not (a loop is guessed at 32 trips, under the 60x bar),
+                // while one in two nested loops is, as in `for_each`'s walk over
+                // archetypes. Without it a closure of ~100 instructions (game_frame's
+                // `steer`, inline cost 380 against thresholds of 325 cold and 525 hot)
+                // stayed a call per row and never vectorised: 153 M instructions for 50
+                // passes against `for_each`'s 56 M (callgrind; 55 M chunked), and 2
+                // threads no faster than 1 (190 µs; 114 µs chunked).
+                let mut first = rows.start;
+                while first < rows.end {
+                    let chunk = first..(first + RUN_CHUNK).min(rows.end);
+                    first = chunk.end;
+                    // A chunk that spans the whole archetype is the only one working on it
+                    // and may set the column's floor; the others leave their marks pending.
+                    let marks = if chunk.len() == len {
+                        Marks::Whole
+                    } else {
+                        Marks::Defer
+                    };
+                    // SAFETY: as above; the chunk lies within the run's rows, each visited
+                    // once. Each chunk tries deferred marks on its own (no `plain` carried
+                    // over).
+                    let deferred = unsafe {
+                        run_rows::<D, F>(
+                            &mut data,
+                            &mut filter,
+                            chunk.clone(),
+                            marks,
+                            &mut false,
+                            &mut |item| f(item),
+                        )
+                    };
+                    if deferred {
+                        *pending = std::mem::take(pending).merge(Pending::One(chunk));
                     }
-                })
-            }));
-            let end = start.map(|_| Instant::now());
-            if let (Some(sink), Some(start), Some(end)) = (sink, start, end) {
-                sink(start, end, rows.len());
-            }
-            let timed = Timed {
-                rows: rows.len(),
-                nanos: start.zip(end).map_or(0, |(start, end)| (end - start).as_nanos()),
-            };
-            Outcome {
-                pending,
-                panic: result.err(),
-                timed,
-            }
+                }
+            })
         };
+        // SAFETY: forwarded contract.
+        unsafe { self.spread_runs(archetypes, total, threads, ticks, run) };
+    }
+
+    /// The parallel half of a pass: cuts the matched archetypes into runs (as the module
+    /// explains), calls `run` on each on rayon's threads, then makes the marks the runs left
+    /// pending, rethrows the first panic, and records the row cost for the next automatic
+    /// pass.
+    ///
+    /// # Safety
+    /// As for [`par_for_each_unchecked`](Self::par_for_each_unchecked); `archetypes` is the
+    /// world's list and `total` the matched rows in it; `run(index, rows, len)` does the rows
+    /// `rows` of the `index`th matched archetype (`len` rows), safe to call on disjoint runs
+    /// at once, and a run's pending marks are of the table path (the sparse path leaves
+    /// none).
+    unsafe fn spread_runs<Run>(
+        &self,
+        archetypes: &[Archetype],
+        total: usize,
+        threads: usize,
+        ticks: RunTicks,
+        run: Run,
+    ) where
+        Run: Fn(usize, Range<usize>, usize) -> Outcome + Sync,
+    {
         // One entry per non-empty matched archetype, and what its runs left to mark: each
         // archetype's runs combine their outcomes up rayon's join tree, so no run touches
         // anything another run touches.
-        let units: Vec<(usize, usize)> = matched
-            .iter()
+        let units: Vec<(usize, usize)> = (self.matched.iter())
             .enumerate()
             .map(|(index, m)| (index, archetypes[m.archetype.index()].len()))
             .filter(|&(_, len)| len > 0)
@@ -323,7 +361,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         if let Some(panic) = panic {
             panic::resume_unwind(panic);
         }
-        if automatic && timed.rows > 0 {
+        if self.par_batch_size == BatchSize::Automatic && timed.rows > 0 {
             let picos = timed.nanos.saturating_mul(1000) / timed.rows as u128;
             let picos = u64::try_from(picos).unwrap_or(u64::MAX).max(1);
             self.par_row_cost.store(picos, Ordering::Relaxed);
@@ -372,6 +410,44 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 /// that the chunk loop's own cost vanishes, short enough that a run of a few thousand rows
 /// still has several.
 const RUN_CHUNK: usize = 1024;
+
+/// One run of a parallel pass: `body` over rows `rows` of the `index`th matched archetype,
+/// inside the run's command context (`base ++ [index, rows.start]`), timed when the pass is
+/// automatic (to size the next pass's runs) or traced (to tell the sink). `body` adds what
+/// it leaves to mark to the `Pending` it is given.
+///
+/// A panic out of `body` is caught here, per run, so that the pending runs of the others
+/// still reach `mark_pending`; what `body` recorded as pending before the panic is kept, as
+/// those rows were written and must still be marked (the unwind guard in `run_rows` has
+/// marked the rest of what the panicking chunk wrote).
+#[inline(always)]
+fn run_timed(
+    pass: &PassBase,
+    sink: Option<&BatchSink<'_>>,
+    automatic: bool,
+    index: usize,
+    rows: Range<usize>,
+    body: impl FnOnce(&mut Pending),
+) -> Outcome {
+    let start = (automatic || sink.is_some()).then(Instant::now);
+    let mut pending = Pending::Nothing;
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::command::parallel::in_run(pass, index, rows.start, || body(&mut pending))
+    }));
+    let end = start.map(|_| Instant::now());
+    if let (Some(sink), Some(start), Some(end)) = (sink, start, end) {
+        sink(start, end, rows.len());
+    }
+    let timed = Timed {
+        rows: rows.len(),
+        nanos: start.zip(end).map_or(0, |(start, end)| (end - start).as_nanos()),
+    };
+    Outcome {
+        pending,
+        panic: result.err(),
+        timed,
+    }
+}
 
 /// The least time a run should take when rayon cuts the rows itself, in nanoseconds. A cut
 /// costs a task, and the task's thread may have to be woken: a pool's round trip is about

@@ -15,7 +15,15 @@
 //! access name a sparse component?), and each pass (`iter`, `for_each`, `get`, ...)
 //! dispatches once to it or to the table path, whose row loops are unchanged: an all-table
 //! query pays nothing for sparse storage. The sparse path marks changes per written row
-//! (no deferred marks, no column floors) and runs `par_for_each` serially.
+//! (no deferred marks, no column floors).
+//!
+//! `par_for_each` splits a sparse query's archetypes into runs of rows as it does a table
+//! query's (`query/par.rs`), each run doing [`for_each_sparse_rows`] on its thread. That is
+//! sound for the same reason the table path's runs are, carried over to the sets: runs
+//! never share an archetype row, an archetype row is one entity, and one entity has at most
+//! one dense row in each set, so no two threads reach the same value or tick (an item marks
+//! its own dense row, never a column floor). The sets are only read in structure (the
+//! `sparse` index, the dense entities), and nothing changes their shape during the pass.
 //!
 //! The fetch of a sparse term holds a raw pointer to the set inside the world's
 //! `SparseSets`. The sets are created (and their vector grown) only by registration, which
@@ -23,6 +31,8 @@
 //! despawns, which take `&mut World` too; a query run holds the world borrowed (or, through
 //! an `UnsafeWorldCell`, a scheduler keeps structural changes out of the system's run), so
 //! the set neither moves nor changes shape while a fetch of it is alive.
+
+use std::ops::Range;
 
 use super::fetch::QueryData;
 use super::filter::QueryFilter;
@@ -159,23 +169,63 @@ pub(crate) unsafe fn for_each_sparse<D: QueryData, F: QueryFilter>(
 ) {
     // SAFETY: `matched` are the state's matches in `world` (the caller's contract).
     for (matched, archetype, len) in unsafe { non_empty(matched, world.archetype_list()) } {
-        // SAFETY: as in `SparseIter::fetch`.
-        let (mut data, mut filter) = unsafe {
-            (
-                D::fetch_sparse(data_state, matched.data, archetype, world, ticks),
-                F::fetch_sparse(filter_state, matched.filter, archetype, world, ticks),
+        // SAFETY: a match of the state on `archetype`, whose rows `0..len` are all live; the
+        // rest is the caller's contract.
+        unsafe {
+            for_each_sparse_rows::<D, F>(
+                world,
+                data_state,
+                filter_state,
+                matched,
+                archetype,
+                0..len,
+                ticks,
+                f,
             )
         };
-        let entities = archetype.entities();
-        for (row, &entity) in entities[..len].iter().enumerate() {
-            // SAFETY: a live row of this archetype, visited once; the filter reads it before
-            // the item (which may mark it) is made.
-            unsafe {
-                if F::filter_entity(&mut filter, row, entity)
-                    && let Some(item) = D::fetch_entity(&mut data, row, entity)
-                {
-                    f(item);
-                }
+    }
+}
+
+/// Calls `f` on the matching items among rows `rows` of one matched archetype of a query on
+/// the sparse path: the row loop of [`for_each_sparse`] and of each run of a parallel pass.
+///
+/// Every row is looked up in the sets it needs and every item marks its own row as it is
+/// written, so two calls on disjoint rows of the world's archetypes touch disjoint memory
+/// (distinct rows hold distinct entities, whose dense rows in a set are distinct too) and may
+/// run on different threads at once.
+///
+/// # Safety
+/// As for [`SparseIter::new`]; `matched` is one of the state's matches and `archetype` the
+/// archetype it names, `rows` lie within its live rows, and no item of them is live
+/// elsewhere.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) unsafe fn for_each_sparse_rows<D: QueryData, F: QueryFilter>(
+    world: &World,
+    data_state: &D::State,
+    filter_state: &F::State,
+    matched: &Matched<D::Cache, F::Cache>,
+    archetype: &Archetype,
+    rows: Range<usize>,
+    ticks: RunTicks,
+    f: &mut impl FnMut(D::Item<'_>),
+) {
+    // SAFETY: as in `SparseIter::fetch`.
+    let (mut data, mut filter) = unsafe {
+        (
+            D::fetch_sparse(data_state, matched.data, archetype, world, ticks),
+            F::fetch_sparse(filter_state, matched.filter, archetype, world, ticks),
+        )
+    };
+    let entities = &archetype.entities()[rows.clone()];
+    for (row, &entity) in rows.zip(entities) {
+        // SAFETY: a live row of this archetype, visited once; the filter reads it before
+        // the item (which may mark it) is made.
+        unsafe {
+            if F::filter_entity(&mut filter, row, entity)
+                && let Some(item) = D::fetch_entity(&mut data, row, entity)
+            {
+                f(item);
             }
         }
     }
