@@ -353,7 +353,8 @@ impl<T: Component> ViewMut<'_, T> {
 /// entity's components together (hecs' `view`).
 ///
 /// Made by [`World::multi_view`]. A term the entity lacks is an
-/// [`EntityError::MissingComponent`] naming it.
+/// [`EntityError::MissingComponent`] naming it. A term whose component is stored in a
+/// [sparse set](crate::ComponentRegistration::sparse_set) finds the entity's value in the set.
 ///
 /// ```
 /// use tabula::{EntityError, World};
@@ -376,6 +377,8 @@ pub struct MultiView<'w, D: ViewData> {
     tag: u8,
     /// `columns[a]` holds archetype `a`'s column of each term, where it has one.
     columns: Box<[D::Columns]>,
+    /// Each term's sparse set and its dense column, for a component stored in one.
+    sparse: D::Sparse,
     _world: PhantomData<&'w World>,
 }
 
@@ -419,6 +422,7 @@ pub struct MultiViewMut<'w, D: ViewData> {
     locations: Locations<'w>,
     tag: u8,
     columns: Box<[D::Columns]>,
+    sparse: D::Sparse,
     ticks: RunTicks,
     _world: PhantomData<&'w mut World>,
 }
@@ -431,6 +435,40 @@ pub struct ViewColumn<T> {
     values: *mut T,
     ticks: *mut ComponentTicks,
     floor: Tick,
+}
+
+/// A component stored in a [sparse set](crate::ComponentRegistration::sparse_set), for a
+/// multi-component view: the set, to find an entity's dense row, and its dense column.
+// Hidden: names the associated types of the view terms' impls.
+#[doc(hidden)]
+pub struct ViewSparse<T> {
+    set: *const SparseSet,
+    column: ViewColumn<T>,
+}
+
+/// The column and row that hold `entity`'s `T`: the archetype's `column` at `row` when it has
+/// one, else the entity's dense row in the set of a sparse `T`; the error naming `T` when
+/// neither has it.
+///
+/// # Safety
+/// `sparse` came from [`view_sparse`] on the world the view borrows, which has not changed
+/// since.
+#[inline(always)]
+unsafe fn locate<'c, T: Component>(
+    column: &'c Option<ViewColumn<T>>,
+    sparse: &'c Option<ViewSparse<T>>,
+    entity: Entity,
+    row: usize,
+) -> Result<(&'c ViewColumn<T>, usize), EntityError> {
+    match (column, sparse) {
+        (Some(column), _) => Ok((column, row)),
+        // SAFETY: the set lives, unchanged, while the world is borrowed by the view (sets are
+        // only made, grown or given rows through `&mut World`; the caller's contract).
+        (None, Some(sparse)) => (unsafe { &*sparse.set }.row_of(entity))
+            .map(|row| (&sparse.column, row))
+            .ok_or_else(|| missing::<T>(entity)),
+        (None, None) => Err(missing::<T>(entity)),
+    }
 }
 
 /// A term of a multi-component view: `&T` reads `T`, `&mut T` writes it.
@@ -502,14 +540,16 @@ unsafe impl<T: Component> ViewTerm for &mut T {
 pub unsafe trait ViewData {
     /// Per archetype: each term's column, where the archetype has it.
     type Columns;
+    /// Per view: each term's sparse set and its dense column, for a component stored in one.
+    type Sparse;
     /// One entity's items: `&T` for `&T` terms, `Mut<T>` for `&mut T` terms.
     type Item<'a>;
     /// One entity's items read through shared access: `&T` for every term.
     type ReadItem<'a>;
 
     /// Each term's component, name, whether it writes, and whether the component is
-    /// registered immutable, and stored in a sparse set, in `world`.
-    fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool, bool)>;
+    /// registered immutable in `world`.
+    fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)>;
 
     /// The archetype's columns; `ticks` (for a view that writes) gives the columns' floors.
     ///
@@ -519,13 +559,21 @@ pub unsafe trait ViewData {
     /// meanwhile.
     unsafe fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns;
 
+    /// The sparse sets of the terms whose components are stored in one.
+    ///
+    /// # Safety
+    /// As for [`columns`](Self::columns), for the sets' dense columns.
+    unsafe fn sparse(world: &World, ticks: Option<RunTicks>) -> Self::Sparse;
+
     /// The items at `row`.
     ///
     /// # Safety
     /// As for [`ViewTerm::item`], for every term; `row` is `entity`'s row in the archetype
-    /// the columns are of.
+    /// the columns are of; `sparse` came from [`sparse`](Self::sparse) on the world the
+    /// view borrows.
     unsafe fn get<'a>(
         columns: &Self::Columns,
+        sparse: &Self::Sparse,
         entity: Entity,
         row: usize,
         ticks: RunTicks,
@@ -537,6 +585,7 @@ pub unsafe trait ViewData {
     /// As for [`get`](Self::get), except that any number of shared reads may live.
     unsafe fn get_read<'a>(
         columns: &Self::Columns,
+        sparse: &Self::Sparse,
         entity: Entity,
         row: usize,
     ) -> Result<Self::ReadItem<'a>, EntityError>;
@@ -576,26 +625,46 @@ unsafe fn view_column<T: Component>(
     })
 }
 
+/// `T`'s sparse set and its dense column, when `T` is stored in one.
+///
+/// # Safety
+/// As for [`ViewData::sparse`].
+unsafe fn view_sparse<T: Component>(world: &World, ticks: Option<RunTicks>) -> Option<ViewSparse<T>> {
+    let set = world.sparse_set_of::<T>()?;
+    let column = set.table().column(0);
+    Some(ViewSparse {
+        set,
+        column: ViewColumn {
+            values: column.data_ptr().cast::<T>(),
+            ticks: column.ticks_base(),
+            floor: match ticks {
+                // SAFETY: with `Some(ticks)` the caller has exclusive access to the set (the
+                // contract): nothing writes its column's floor meanwhile.
+                Some(ticks) => unsafe { column.changed_floor(ticks.this_run) },
+                None => Tick::default(),
+            },
+        },
+    })
+}
+
 macro_rules! view_data {
     ($($term:ident $index:tt),*) => {
         // SAFETY: each term's column is found by its component's `TypeId`; items are the
         // terms' (shared references in `get_read`).
         unsafe impl<$($term: ViewTerm),*> ViewData for ($($term,)*) {
             type Columns = ($(Option<ViewColumn<$term::Component>>,)*);
+            type Sparse = ($(Option<ViewSparse<$term::Component>>,)*);
             type Item<'a> = ($($term::Item<'a>,)*);
             type ReadItem<'a> = ($(&'a $term::Component,)*);
 
-            fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool, bool)> {
-                vec![$({
-                    let id = world.components.id::<$term::Component>();
-                    (
-                        TypeId::of::<$term::Component>(),
-                        type_name::<$term::Component>(),
-                        $term::WRITES,
-                        id.is_some_and(|id| world.components.info(id).is_immutable()),
-                        id.is_some_and(|id| world.sparse.get(id).is_some()),
-                    )
-                }),*]
+            fn terms(world: &World) -> Vec<(TypeId, &'static str, bool, bool)> {
+                vec![$((
+                    TypeId::of::<$term::Component>(),
+                    type_name::<$term::Component>(),
+                    $term::WRITES,
+                    (world.components.id::<$term::Component>())
+                        .is_some_and(|id| world.components.info(id).is_immutable()),
+                )),*]
             }
 
             unsafe fn columns(archetype: &crate::archetype::Archetype, ticks: Option<RunTicks>) -> Self::Columns {
@@ -603,29 +672,40 @@ macro_rules! view_data {
                 ($(unsafe { view_column::<$term::Component>(archetype, ticks) },)*)
             }
 
+            unsafe fn sparse(world: &World, ticks: Option<RunTicks>) -> Self::Sparse {
+                // SAFETY: the caller's contract, set by set.
+                ($(unsafe { view_sparse::<$term::Component>(world, ticks) },)*)
+            }
+
             #[inline]
             unsafe fn get<'a>(
                 columns: &Self::Columns,
+                sparse: &Self::Sparse,
                 entity: Entity,
                 row: usize,
                 ticks: RunTicks,
             ) -> Result<Self::Item<'a>, EntityError> {
                 // SAFETY: the caller's contract, term by term (distinct components, checked
-                // when the view was made, so no two items alias).
+                // when the view was made, so no two items alias: a sparse term's dense row is
+                // in its own component's set).
                 Ok(($(unsafe {
-                    $term::item(columns.$index.as_ref().ok_or_else(|| missing::<$term::Component>(entity))?, row, ticks)
+                    let (column, row) = locate(&columns.$index, &sparse.$index, entity, row)?;
+                    $term::item(column, row, ticks)
                 },)*))
             }
 
             #[inline]
             unsafe fn get_read<'a>(
                 columns: &Self::Columns,
+                sparse: &Self::Sparse,
                 entity: Entity,
                 row: usize,
             ) -> Result<Self::ReadItem<'a>, EntityError> {
-                // SAFETY: a live row (the caller's contract), read through shared references.
+                // SAFETY: a live row (the caller's contract; a sparse term's dense row is
+                // live in its set), read through shared references.
                 Ok(($(unsafe {
-                    &*columns.$index.as_ref().ok_or_else(|| missing::<$term::Component>(entity))?.values.add(row)
+                    let (column, row) = locate(&columns.$index, &sparse.$index, entity, row)?;
+                    &*column.values.add(row)
                 },)*))
             }
         }
@@ -649,18 +729,10 @@ view_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 #[track_caller]
 fn check_terms<D: ViewData>(world: &World, what: &str) {
     let terms = D::terms(world);
-    for (i, (id, name, writes, immutable, sparse)) in terms.iter().enumerate() {
-        if *sparse {
-            panic!(
-                "{what}::<{}>: component `{}` is stored in a sparse set, which multi-component \
-                 views do not read; use `World::view`/`view_mut` for it, or a query",
-                crate::short_type_name(type_name::<D>()),
-                crate::short_type_name(name),
-            );
-        }
+    for (i, (id, name, writes, immutable)) in terms.iter().enumerate() {
         if terms[..i]
             .iter()
-            .any(|(other, _, other_writes, _, _)| other == id && (*writes || *other_writes))
+            .any(|(other, _, other_writes, _)| other == id && (*writes || *other_writes))
         {
             panic!(
                 "{what}::<{}> names `{}` twice, once for writing: the two would alias. Name each \
@@ -677,13 +749,11 @@ fn check_terms<D: ViewData>(world: &World, what: &str) {
 
 impl World {
     /// A [`MultiView`] of several components of every entity (a tuple of `&T` terms), for
-    /// many lookups while the world is borrowed.
+    /// many lookups while the world is borrowed. A term whose component is stored in a
+    /// [sparse set](crate::ComponentRegistration::sparse_set) finds the entity's value in
+    /// the set.
     ///
-    /// # Panics
-    /// For a term whose component is stored in a
-    /// [sparse set](crate::ComponentRegistration::sparse_set), which multi-component views do
-    /// not read (a single-component [`view`](Self::view) does). Never otherwise (a component
-    /// named twice is read twice).
+    /// Never panics (a component named twice is read twice).
     #[track_caller]
     pub fn multi_view<D: ReadOnlyViewData>(&self) -> MultiView<'_, D> {
         check_terms::<D>(self, "World::multi_view");
@@ -695,18 +765,20 @@ impl World {
             locations: self.entities.locations(),
             tag: self.entities.tag(),
             columns,
+            // SAFETY: no ticks, so no floor is read.
+            sparse: unsafe { D::sparse(self, None) },
             _world: PhantomData,
         }
     }
 
     /// A [`MultiViewMut`] of several components of every entity (a tuple of `&T` and `&mut T`
-    /// terms), for many lookups and writes while the world is borrowed.
+    /// terms), for many lookups and writes while the world is borrowed. A term whose
+    /// component is stored in a [sparse set](crate::ComponentRegistration::sparse_set) finds
+    /// the entity's value in the set, and writing marks its dense row changed.
     ///
     /// # Panics
-    /// When a component is named twice and written (`(&mut A, &A)`), a `&mut T` term names
-    /// an [immutable](crate::ComponentRegistration::immutable) component, or a term names a
-    /// component stored in a [sparse set](crate::ComponentRegistration::sparse_set) (as
-    /// [`multi_view`](Self::multi_view)).
+    /// When a component is named twice and written (`(&mut A, &A)`), or a `&mut T` term names
+    /// an [immutable](crate::ComponentRegistration::immutable) component.
     #[track_caller]
     pub fn multi_view_mut<D: ViewData>(&mut self) -> MultiViewMut<'_, D> {
         check_terms::<D>(self, "World::multi_view_mut");
@@ -722,6 +794,8 @@ impl World {
             locations: self.entities.locations(),
             tag: self.entities.tag(),
             columns,
+            // SAFETY: `&mut self`: nothing else reads or writes the sets' columns.
+            sparse: unsafe { D::sparse(self, Some(ticks)) },
             ticks,
             _world: PhantomData,
         }
@@ -745,7 +819,7 @@ impl<'w, D: ViewData> MultiView<'w, D> {
         // live, and `&'w World` rules out writers.
         unsafe {
             let columns = self.columns.get_unchecked(location.archetype.index());
-            D::get_read(columns, entity, location.row as usize)
+            D::get_read(columns, &self.sparse, entity, location.row as usize)
         }
     }
 
@@ -779,7 +853,7 @@ impl<D: ViewData> MultiViewMut<'_, D> {
         let (columns, row) = self.find(entity)?;
         // SAFETY: the row is live (locations are exact, and the world cannot change while
         // borrowed), and `&self` rules out any `Mut` from this view meanwhile.
-        unsafe { D::get_read(columns, entity, row) }
+        unsafe { D::get_read(columns, &self.sparse, entity, row) }
     }
 
     /// `entity`'s components for writing: `Mut<T>` for `&mut T` terms, whose writes mark the
@@ -794,7 +868,7 @@ impl<D: ViewData> MultiViewMut<'_, D> {
         // SAFETY: as in `get`; `&mut self` makes this the only item of the view, the world is
         // borrowed exclusively by the view, and the terms name distinct components (checked
         // when the view was made).
-        unsafe { D::get(columns, entity, row, ticks) }
+        unsafe { D::get(columns, &self.sparse, entity, row, ticks) }
     }
 
     /// True when `entity` is alive and has every term's component.
