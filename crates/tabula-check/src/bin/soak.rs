@@ -3,7 +3,19 @@
 //!
 //! ```text
 //! cargo run --release -p tabula-check --bin soak -- [--ops N] [--runs N] [--entities N]
-//!     [--cmds N] [--seed N] [--full-every N]      (--help prints this and the defaults)
+//!     [--cmds N] [--seed N] [--full-every N] [--storage table|sparse]
+//!     (--help prints this and the defaults)
+//! ```
+//!
+//! `--storage sparse` keeps the marker kinds `Tag` and `Small` in sparse sets in both worlds
+//! (`Harness::with_storage`), so every op, query, view, command and check reaches them
+//! through the sparse path; `--storage table` keeps everything in tables. Without the flag
+//! the seed decides, as for the seeded model tests: odd seeds sparse, even seeds tables. So
+//! `--seed 1` and `--seed 2` soak both storages:
+//!
+//! ```text
+//! cargo run --release -p tabula-check --bin soak -- --seed 1   # markers sparse
+//! cargo run --release -p tabula-check --bin soak -- --seed 2   # all in tables
 //! ```
 //!
 //! Each frame runs one of the harness's three schedules (see `tabula_check::harness`) with
@@ -43,6 +55,8 @@ struct Args {
     cmds: usize,
     seed: u64,
     full_every: u64,
+    /// `Tag` and `Small` in sparse sets; `None`: by the seed's parity.
+    sparse: Option<bool>,
 }
 
 fn parse_args() -> Args {
@@ -53,19 +67,30 @@ fn parse_args() -> Args {
         cmds: 40,
         seed: 1,
         full_every: 50_000,
+        sparse: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             println!(
-                "usage: soak [--ops N] [--runs N] [--entities N] [--cmds N] [--seed N] [--full-every N]\n\
-                 defaults: --ops {} --runs {} --entities {} --cmds {} --seed {} --full-every {}\n\
+                "usage: soak [--ops N] [--runs N] [--entities N] [--cmds N] [--seed N] [--full-every N] \
+                 [--storage table|sparse]\n\
+                 defaults: --ops {} --runs {} --entities {} --cmds {} --seed {} --full-every {}, \
+                 the markers sparse for odd seeds\n\
                  (numbers may be written 1e8 or 100_000_000; see the top of src/bin/soak.rs)",
                 args.ops, args.runs, args.entities, args.cmds, args.seed, args.full_every
             );
             std::process::exit(0);
         }
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        if flag == "--storage" {
+            args.sparse = match value.as_str() {
+                "table" => Some(false),
+                "sparse" => Some(true),
+                other => panic!("--storage: `{other}` is neither `table` nor `sparse`"),
+            };
+            continue;
+        }
         let number = || -> u64 {
             let cleaned = value.replace('_', "");
             // Accepts 1e8 as well as 100000000.
@@ -232,15 +257,22 @@ fn direct_op(rng: &mut Rng, live: usize, wanted: usize) -> Op {
 fn main() {
     let args = parse_args();
     let mut rng = Rng(args.seed);
-    let mut harness = Harness::new();
+    let sparse = args.sparse.unwrap_or(args.seed & 1 == 1);
+    let mut harness = Harness::with_storage(sparse);
     let start = Instant::now();
     // Direct calls per frame, so that the two targets finish together.
     let direct_per_frame = (args.ops / args.runs.max(1))
         .saturating_sub(args.cmds as u64)
         .max(8);
     println!(
-        "soak: --ops {} --runs {} --entities {} --cmds {} (+{direct_per_frame} direct calls per frame) --seed {} --full-every {}",
-        args.ops, args.runs, args.entities, args.cmds, args.seed, args.full_every
+        "soak: --ops {} --runs {} --entities {} --cmds {} (+{direct_per_frame} direct calls per frame) --seed {} --full-every {} --storage {}",
+        args.ops,
+        args.runs,
+        args.entities,
+        args.cmds,
+        args.seed,
+        args.full_every,
+        if sparse { "sparse" } else { "table" }
     );
 
     let mut frames: u64 = 0;
