@@ -589,3 +589,31 @@ fn par_for_each_on_sparse_terms_uses_several_threads() {
     let seen = threads.into_inner().unwrap();
     assert!(seen.len() > 1, "every row ran on thread {seen:?}");
 }
+
+#[test]
+fn par_for_each_on_sparse_terms_marks_what_it_wrote_before_a_panic() {
+    let n = if cfg!(miri) { 12 } else { 600 };
+    let mut world = World::new();
+    world.register_component::<Vel>().sparse_set();
+    world.spawn_batch((0..n).map(|i| (Pos(i), Vel(0)))).for_each(drop);
+    let mut changed = world.query_filtered::<(Entity, &Vel), Changed<Vel>>();
+    changed.iter(&world).for_each(drop);
+    let mut q = world.query::<(&Pos, &mut Vel)>();
+    q.set_batch_size(BatchSize::Fixed(4));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool(4).install(|| {
+            q.par_for_each(&mut world, |(p, mut v)| {
+                v.0 = 1;
+                assert_ne!(p.0, n / 2, "a row that panics after its write");
+            })
+        })
+    }));
+    assert!(panicked.is_err(), "the closure's panic reaches the caller");
+    // Whichever rows ran before the panic stopped the other runs: every one written reads as
+    // changed, and no other.
+    let written = world.query::<&Vel>().iter(&world).filter(|v| v.0 == 1).count();
+    let marked: Vec<u32> = changed.iter(&world).map(|(_, v)| v.0).collect();
+    assert!(written > 0);
+    assert_eq!(marked.len(), written);
+    assert!(marked.iter().all(|&v| v == 1));
+}
