@@ -182,18 +182,7 @@ impl Archetypes {
     /// the moves' `unsafe` code relies on when they take the edge for the entry's source).
     #[inline(always)]
     pub(crate) unsafe fn remember<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: usize) {
-        let recent = if remove {
-            &mut self.recent_remove
-        } else {
-            &mut self.recent_insert
-        };
-        recent.set(
-            BundleKey::of::<B>(),
-            RecentMove {
-                source: source.0,
-                edge: edge as u32,
-            },
-        );
+        self.set_recent::<B>(remove, source, edge as u32);
     }
 
     /// Makes bundle type `B`, one sparse `component`, the [`recent`](Self::recent) move of
@@ -203,6 +192,13 @@ impl Archetypes {
     /// without the general path's lookups (see `World::recent_sparse`).
     #[inline]
     pub(crate) fn remember_sparse<B: Bundle>(&mut self, remove: bool, component: ComponentId) {
+        self.set_recent::<B>(remove, ArchetypeId::ABSENT, component.index() as u32);
+    }
+
+    /// Sets the [`recent`](Self::recent) entry of kind `remove` to `B`, `source`, `edge`
+    /// (the callers keep the [`RecentMove`] invariant).
+    #[inline(always)]
+    fn set_recent<B: Bundle>(&mut self, remove: bool, source: ArchetypeId, edge: u32) {
         let recent = if remove {
             &mut self.recent_remove
         } else {
@@ -211,8 +207,8 @@ impl Archetypes {
         recent.set(
             BundleKey::of::<B>(),
             RecentMove {
-                source: ArchetypeId::ABSENT.0,
-                edge: component.index() as u32,
+                source: source.0,
+                edge,
             },
         );
     }
