@@ -26,7 +26,9 @@
 //!   frame (`world.run_frame(dt)`) whose only schedule is that `Update` (the clock, the fixed
 //!   step with nothing due, the empty phases skipped, events aged); `run_frame_in_state` adds
 //!   a registered state and puts the 64 systems in a set gated by `in_state` (one condition
-//!   per system, true). What labelled schedules, the frame and states add per system.
+//!   per system, true). What labelled schedules, the frame and states add per system. Each
+//!   way runs with the parallel executor and, as `<way>_single`, the single-threaded one,
+//!   whose instruction counts under callgrind have no hand-offs to other threads in them.
 //!
 //! - `sched_scale`: 1 / 64 / 1,000 / 6,000 trivial systems, each reading a `Tick` resource
 //!   into a `Local` counter (distinct systems: a slot, state and access of their own), all
@@ -50,7 +52,7 @@ use std::time::Duration;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use tabula::prelude::*;
-use tabula::schedule::SystemConfigs;
+use tabula::schedule::{Schedules, SystemConfigs};
 use tabula_benches::game_frame::{self, RawGame, Setup, Tally};
 
 // `evict_caches` is for groups that stream more than the caches hold; none here does.
@@ -310,42 +312,56 @@ fn frame_overhead(c: &mut Criterion) {
     let mut group = c.benchmark_group("frame_overhead");
     group.throughput(Throughput::Elements(N as u64));
 
-    let mut world = World::new();
-    let mut schedule = Schedule::new();
-    visit_thousand(&mut AddSystems {
-        schedule: &mut schedule,
-        n: N,
-    });
-    assert_eq!(schedule.len(), N);
-    group.bench_function("schedule_run", |b| b.iter(|| schedule.run(black_box(&mut world))));
-
-    let labelled = || {
+    // Each way with both executors: the parallel one (the default, timed), and the
+    // single-threaded one, whose instruction counts under callgrind are exact (no hand-offs
+    // to other threads to subtract).
+    for (suffix, executor) in [
+        ("", ExecutorKind::Parallel),
+        ("_single", ExecutorKind::SingleThreaded),
+    ] {
         let mut world = World::new();
-        visit_thousand(&mut AddToUpdate {
-            world: &mut world,
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        visit_thousand(&mut AddSystems {
+            schedule: &mut schedule,
             n: N,
-            gated: false,
         });
-        world
-    };
-    let mut world = labelled();
-    group.bench_function("run_schedule", |b| {
-        b.iter(|| black_box(&mut world).run_schedule(Update))
-    });
-    let mut world = labelled();
-    group.bench_function("run_frame", |b| b.iter(|| black_box(&mut world).run_frame(dt)));
+        assert_eq!(schedule.len(), N);
+        group.bench_function(format!("schedule_run{suffix}"), |b| {
+            b.iter(|| schedule.run(black_box(&mut world)))
+        });
 
-    let mut world = World::new();
-    world.insert_state(Mode::On);
-    world.configure_sets(Update, Gated.run_if(in_state(Mode::On)));
-    visit_thousand(&mut AddToUpdate {
-        world: &mut world,
-        n: N,
-        gated: true,
-    });
-    group.bench_function("run_frame_in_state", |b| {
-        b.iter(|| black_box(&mut world).run_frame(dt))
-    });
+        let labelled = |gated: bool| {
+            let mut world = World::new();
+            if gated {
+                world.insert_state(Mode::On);
+                world.configure_sets(Update, Gated.run_if(in_state(Mode::On)));
+            }
+            visit_thousand(&mut AddToUpdate {
+                world: &mut world,
+                n: N,
+                gated,
+            });
+            let schedules = world.resource_mut::<Schedules>().expect("made by add_systems");
+            schedules
+                .entry(Update)
+                .expect("not running")
+                .set_executor(executor);
+            world
+        };
+        let mut world = labelled(false);
+        group.bench_function(format!("run_schedule{suffix}"), |b| {
+            b.iter(|| black_box(&mut world).run_schedule(Update))
+        });
+        let mut world = labelled(false);
+        group.bench_function(format!("run_frame{suffix}"), |b| {
+            b.iter(|| black_box(&mut world).run_frame(dt))
+        });
+        let mut world = labelled(true);
+        group.bench_function(format!("run_frame_in_state{suffix}"), |b| {
+            b.iter(|| black_box(&mut world).run_frame(dt))
+        });
+    }
     group.finish();
 }
 
