@@ -306,6 +306,12 @@ fn impossible_entities_are_refused() {
     let mut twice = value.clone();
     twice["archetypes"][archetype]["entities"][1] = ids[0].clone();
     refused(&twice.to_string(), "saved twice");
+    if cfg!(miri) {
+        // One refusal after a whole save was read (its staged columns dropped unused) is
+        // what Miri needs to see; the other checks are safe code over the read save, and
+        // each costs seconds there (a JSON parse and a load).
+        return;
+    }
 
     let mut beyond = value.clone();
     beyond["archetypes"][archetype]["entities"][0] = ((generation << 32) | (slots + 3)).into();
@@ -415,7 +421,8 @@ fn step(world: &mut World, live: &mut Vec<Entity>, roll: u64) {
 
 #[test]
 fn a_random_world_saved_and_loaded_at_random_points_stays_the_world_that_never_saved() {
-    let steps = if cfg!(miri) { 60 } else { 3000 };
+    // Under Miri 30 steps: six loads (at steps 2, 7, 12, ...), JSON and binary in turn.
+    let steps = if cfg!(miri) { 30 } else { 3000 };
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut roll = || {
         seed ^= seed << 13;
