@@ -45,7 +45,7 @@ KNOWN_UNLINKED = {
     # because they name the associated types of the built-in terms' `WorldQuery` impls.
     "PreparedColumn", "PreparedEntities", "ReadFetch", "WriteFetch", "TickFetch", "SparseLookup",
     # The same for multi-component views: names the associated types of `ViewTerm`'s impls.
-    "ViewColumn",
+    "ViewColumn", "ViewSparse",
     # `IntoSystem<Out, ..>`'s own generic parameter: rustdoc shows the provided `pipe` on each
     # implementor's page with the trait's parameter names (`B: IntoSystem<BOut, BMarker, Out>`),
     # below an impl header that does not declare them.

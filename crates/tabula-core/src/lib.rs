@@ -133,5 +133,5 @@ pub use type_name::short_type_name;
 pub use world::{
     ComponentRegistration, EntityLane, EntityMut, EntityRef, HookContext, HookKind, HookWorld, MultiView,
     MultiViewMut, ReadOnlyViewData, RequiredComponentError, SpawnBatch, UnsafeWorldCell, View, ViewColumn,
-    ViewData, ViewMut, ViewTerm, World, WorldId,
+    ViewData, ViewMut, ViewSparse, ViewTerm, World, WorldId,
 };

@@ -46,7 +46,9 @@ pub use registration::{ComponentRegistration, RequiredComponentError};
 pub use spawn_batch::SpawnBatch;
 pub(crate) use staged::StagedRow;
 pub use unsafe_cell::UnsafeWorldCell;
-pub use view::{MultiView, MultiViewMut, ReadOnlyViewData, View, ViewColumn, ViewData, ViewMut, ViewTerm};
+pub use view::{
+    MultiView, MultiViewMut, ReadOnlyViewData, View, ViewColumn, ViewData, ViewMut, ViewSparse, ViewTerm,
+};
 
 /// The change tick through exclusive access: no atomic operation needed.
 #[inline]
