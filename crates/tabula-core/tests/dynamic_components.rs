@@ -537,26 +537,6 @@ fn immutable_components_are_refused_in_place_but_replaced_by_id() {
 }
 
 #[test]
-fn sparse_components_are_refused_by_name_in_every_term() {
-    let mut world = World::new();
-    let position = world.register_component::<Position>().sparse_set().id();
-    world.spawn((Position(0.0, 0.0),));
-    let builds = [
-        DynamicQuery::builder(&mut world).read(position).build(),
-        DynamicQuery::builder(&mut world).with(position).build(),
-        DynamicQuery::builder(&mut world).without(position).build(),
-    ];
-    for build in builds {
-        let error = build.unwrap_err();
-        assert!(
-            matches!(error, DynamicQueryError::SparseComponent { .. }),
-            "{error:?}"
-        );
-        assert!(error.to_string().contains("Position"), "{error}");
-    }
-}
-
-#[test]
 fn registration_refuses_duplicate_names_and_types() {
     let mut world = World::new();
     let shield = register_tracked(&mut world, "Shield");

@@ -10,7 +10,7 @@ use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::location::ArchetypeId;
 use crate::query::Access;
-use crate::storage::{NO_COLUMN, Table};
+use crate::storage::{Column, NO_COLUMN, Table};
 use crate::world::{World, WorldId};
 
 /// One term that fetches a value.
@@ -20,6 +20,9 @@ struct FetchTerm {
     write: bool,
     /// Matched entities may lack it ([`DynamicQueryBuilder::optional`]).
     optional: bool,
+    /// The component is stored in a [sparse set](crate::ComponentRegistration::sparse_set):
+    /// looked up per entity, not by archetype column.
+    sparse: bool,
 }
 
 /// A filter on a row's change ticks.
@@ -32,7 +35,8 @@ enum TickFilter {
 }
 
 /// An archetype the query matched, with the column of each fetch term there
-/// ([`NO_COLUMN`] for an optional term the archetype lacks), then of each tick filter.
+/// ([`NO_COLUMN`] for an optional term the archetype lacks, and for a sparse term), then of
+/// each tick filter (the same for a sparse one).
 struct DynamicMatch {
     archetype: ArchetypeId,
     columns: Box<[u32]>,
@@ -50,6 +54,11 @@ struct DynamicMatch {
 /// [`added`](DynamicQueryBuilder::added) and [`changed`](DynamicQueryBuilder::changed)
 /// filters pass the rows added or changed since the query's previous run, as
 /// [`Added<T>`](crate::Added) and [`Changed<T>`](crate::Changed) do.
+///
+/// A term may name a component stored in a
+/// [sparse set](crate::ComponentRegistration::sparse_set), as in a typed query: it cannot
+/// narrow the archetypes matched, so each row's entity is looked up in the set, and rows
+/// that lack a required one (or have an excluded one) are skipped.
 ///
 /// ```
 /// use tabula::{DynamicQuery, World};
@@ -75,9 +84,15 @@ struct DynamicMatch {
 pub struct DynamicQuery {
     world: WorldId,
     fetch: Box<[FetchTerm]>,
+    /// The table components required and excluded, matched by archetype.
     with: Box<[ComponentId]>,
     without: Box<[ComponentId]>,
-    ticks: Box<[(ComponentId, TickFilter)]>,
+    /// The sparse components required (by a `with`, a non-optional fetch term or a tick
+    /// filter) and excluded, tested per row.
+    sparse_with: Box<[ComponentId]>,
+    sparse_without: Box<[ComponentId]>,
+    /// Each tick filter, with whether its component is sparse.
+    ticks: Box<[(ComponentId, TickFilter, bool)]>,
     access: Access,
     /// The disabling components skipped (see [`crate::disabled`]).
     skip: u64,
@@ -153,11 +168,15 @@ impl DynamicQuery {
             return None;
         }
         let fetched = (self.fetch.iter()).map(|term| match archetype.column_of(term.id) {
+            _ if term.sparse => Some(NO_COLUMN),
             Some(column) => Some(column as u32),
             None if term.optional => Some(NO_COLUMN),
             None => None,
         });
-        let filtered = (self.ticks.iter()).map(|&(id, _)| archetype.column_of(id).map(|c| c as u32));
+        let filtered = (self.ticks.iter()).map(|&(id, _, sparse)| match sparse {
+            true => Some(NO_COLUMN),
+            false => archetype.column_of(id).map(|c| c as u32),
+        });
         fetched.chain(filtered).collect()
     }
 
@@ -207,7 +226,12 @@ impl fmt::Debug for DynamicQuery {
 
 impl DynamicQueryBuilder<'_> {
     fn fetch(mut self, id: ComponentId, write: bool, optional: bool) -> Self {
-        self.fetch.push(FetchTerm { id, write, optional });
+        self.fetch.push(FetchTerm {
+            id,
+            write,
+            optional,
+            sparse: false,
+        });
         self
     }
 
@@ -304,15 +328,8 @@ impl DynamicQueryBuilder<'_> {
             .chain(filters.copied())
             .chain(ticked);
         for id in all {
-            let Some(info) = world.components().get_info(id) else {
+            if world.components().get_info(id).is_none() {
                 return Err(DynamicQueryError::UnknownComponent(id));
-            };
-            // Terms are matched by archetype, and a sparse component is in none: `with`
-            // would match nothing and `without` everything, silently.
-            if world.sparse.get(id).is_some() {
-                return Err(DynamicQueryError::SparseComponent {
-                    component: info.name(),
-                });
             }
         }
         let name = |id: ComponentId| world.components().info(id).name();
@@ -341,12 +358,32 @@ impl DynamicQueryBuilder<'_> {
             access.add_with(id);
         }
         let skip = world.default_query_skip(&access);
+        let is_sparse = |id: &ComponentId| world.sparse.get(*id).is_some();
+        // A sparse component is in no archetype: its terms are tested per row instead.
+        let mut fetch = self.fetch;
+        fetch
+            .iter_mut()
+            .for_each(|term| term.sparse = is_sparse(&term.id));
+        let (sparse_with, with): (Vec<_>, Vec<_>) = self.with.into_iter().partition(is_sparse);
+        let (sparse_without, without): (Vec<_>, Vec<_>) = self.without.into_iter().partition(is_sparse);
+        let ticks: Vec<_> = (self.ticks.into_iter())
+            .map(|(id, filter)| (id, filter, is_sparse(&id)))
+            .collect();
+        let required = (fetch.iter())
+            .filter(|term| term.sparse && !term.optional)
+            .map(|term| term.id)
+            .chain(ticks.iter().filter(|(.., sparse)| *sparse).map(|&(id, ..)| id));
+        let mut sparse_with: Vec<ComponentId> = sparse_with.into_iter().chain(required).collect();
+        sparse_with.sort_unstable();
+        sparse_with.dedup();
         let mut query = DynamicQuery {
             world: world.id(),
-            fetch: self.fetch.into(),
-            with: self.with.into(),
-            without: self.without.into(),
-            ticks: self.ticks.into(),
+            fetch: fetch.into(),
+            with: with.into(),
+            without: without.into(),
+            sparse_with: sparse_with.into(),
+            sparse_without: sparse_without.into(),
+            ticks: ticks.into(),
             access,
             skip,
             matched: Vec::new(),
@@ -375,13 +412,6 @@ pub enum DynamicQueryError {
         /// The component's name.
         component: &'static str,
     },
-    /// A term names a component stored in a
-    /// [sparse set](crate::ComponentRegistration::sparse_set), which queries built at run
-    /// time do not look up by entity.
-    SparseComponent {
-        /// The component's name.
-        component: &'static str,
-    },
 }
 
 impl fmt::Display for DynamicQueryError {
@@ -403,12 +433,6 @@ impl fmt::Display for DynamicQueryError {
                 "the query writes `{component}`, which is immutable (its values are replaced by \
                  insert, never changed in place); read it instead"
             ),
-            Self::SparseComponent { component } => write!(
-                f,
-                "the query names `{component}`, which is stored in a sparse set; queries built at \
-                 run time match archetypes only: use a typed query (`World::query`), or \
-                 `World::get_by_id` per entity"
-            ),
         }
     }
 }
@@ -417,10 +441,13 @@ impl std::error::Error for DynamicQueryError {}
 
 /// The entities of one run of a [`DynamicQuery`], archetype by archetype in row order.
 pub struct DynamicIter<'w> {
+    world: &'w World,
     archetypes: &'w [Archetype],
     matched: std::slice::Iter<'w, DynamicMatch>,
     fetch: &'w [FetchTerm],
-    ticks: &'w [(ComponentId, TickFilter)],
+    sparse_with: &'w [ComponentId],
+    sparse_without: &'w [ComponentId],
+    ticks: &'w [(ComponentId, TickFilter, bool)],
     /// The archetype being walked, its columns, and the next row.
     current: Option<(&'w Table, &'w [Entity], &'w [u32])>,
     row: usize,
@@ -433,9 +460,12 @@ impl<'w> DynamicIter<'w> {
     /// rows are distinct: a `&mut World` for `iter_mut`; `iter` has no write terms.
     fn new(query: &'w DynamicQuery, world: &'w World, run: RunTicks) -> Self {
         Self {
+            world,
             archetypes: world.archetype_list(),
             matched: query.matched.iter(),
             fetch: &query.fetch,
+            sparse_with: &query.sparse_with,
+            sparse_without: &query.sparse_without,
             ticks: &query.ticks,
             current: None,
             row: 0,
@@ -445,11 +475,25 @@ impl<'w> DynamicIter<'w> {
 }
 
 impl DynamicIter<'_> {
-    /// True when `row` passes every tick filter; `columns` are the filters' columns.
-    fn passes_ticks(&self, table: &Table, columns: &[u32], row: usize) -> bool {
+    /// True when `entity` has every required sparse component and no excluded one.
+    fn passes_sparse(&self, entity: Entity) -> bool {
+        let has = |id: &ComponentId| self.world.sparse_contains(*id, entity);
+        self.sparse_with.iter().all(has) && !self.sparse_without.iter().any(has)
+    }
+
+    /// True when `entity`, at `row` of `table`, passes every tick filter; `columns` are the
+    /// filters' columns (a sparse filter's component is looked up in its set, which
+    /// [`passes_sparse`](Self::passes_sparse) found it in).
+    fn passes_ticks(&self, table: &Table, columns: &[u32], entity: Entity, row: usize) -> bool {
         let RunTicks { last_run, this_run } = self.run;
-        (self.ticks.iter().zip(columns)).all(|(&(_, filter), &column)| {
-            let column = table.column(column as usize);
+        (self.ticks.iter().zip(columns)).all(|(&(id, filter, sparse), &column)| {
+            let (column, row) = match sparse {
+                true => match sparse_value(self.world, id, entity) {
+                    Some(found) => found,
+                    None => return false,
+                },
+                false => (table.column(column as usize), row),
+            };
             // SAFETY: `row` is a live row, so its tick pair is written. Only this row's ticks
             // and the column's floor are read; the one write access that could touch them is
             // an item of this very row, which is made only after the test, and no pass
@@ -475,10 +519,13 @@ impl<'w> Iterator for DynamicIter<'w> {
             {
                 let row = self.row;
                 self.row += 1;
-                if !self.passes_ticks(table, &columns[self.fetch.len()..], row) {
+                if !self.passes_sparse(entity)
+                    || !self.passes_ticks(table, &columns[self.fetch.len()..], entity, row)
+                {
                     continue;
                 }
                 return Some(DynamicItem {
+                    world: self.world,
                     entity,
                     table,
                     row,
@@ -495,8 +542,16 @@ impl<'w> Iterator for DynamicIter<'w> {
     }
 }
 
+/// The column holding `entity`'s value of sparse component `id` (its set's one column), and
+/// the row there; `None` when `id` is not sparse or `entity` lacks it.
+fn sparse_value(world: &World, id: ComponentId, entity: Entity) -> Option<(&Column, usize)> {
+    let set = world.sparse.get(id)?;
+    Some((set.table().column(0), set.row_of(entity)?))
+}
+
 /// One entity of a [`DynamicQuery`] run: its id and its fetched components by id.
 pub struct DynamicItem<'w> {
+    world: &'w World,
     entity: Entity,
     table: &'w Table,
     row: usize,
@@ -511,32 +566,38 @@ impl DynamicItem<'_> {
         self.entity
     }
 
-    /// The column of the first fetch term of `id` (a write term when `write`), if the
-    /// entity has it.
-    fn column(&self, id: ComponentId, write: bool) -> Option<usize> {
+    /// The column and row holding the entity's value of the first fetch term of `id` (a
+    /// write term when `write`), if the entity has it: its archetype's column at the item's
+    /// row, or for a sparse component the set's column at the entity's dense row.
+    fn column(&self, id: ComponentId, write: bool) -> Option<(&Column, usize)> {
         let term = (self.fetch.iter()).position(|t| t.id == id && (t.write || !write))?;
+        if self.fetch[term].sparse {
+            return sparse_value(self.world, id, self.entity);
+        }
         let column = self.columns[term];
-        (column != NO_COLUMN).then_some(column as usize)
+        (column != NO_COLUMN).then(|| (self.table.column(column as usize), self.row))
     }
 
     /// The entity's component `id`, read-only: `None` when no fetch term (read, write or
     /// optional) names `id`, or an optional term's component is absent.
     pub fn get(&self, id: ComponentId) -> Option<Ptr<'_>> {
-        let column = self.table.column(self.column(id, false)?);
-        // SAFETY: `row` is a live row of the table (the iterator walks `0..len` of a world
-        // borrowed for the item's life), so the pointer is in bounds and non-null; a write
-        // through this item needs `&mut self`, which the returned borrow of `self` rules out,
-        // and no other item has this row.
-        Some(unsafe { Ptr::new(NonNull::new_unchecked(column.ptr(self.row))) })
+        let (column, row) = self.column(id, false)?;
+        // SAFETY: `row` is a live row of the column's table (the iterator walks `0..len` of
+        // a world borrowed for the item's life; a sparse set's row was just looked up in
+        // it), so the pointer is in bounds and non-null; a write through this item needs
+        // `&mut self`, which the returned borrow of `self` rules out, and no other item has
+        // this entity, so none has this row.
+        Some(unsafe { Ptr::new(NonNull::new_unchecked(column.ptr(row))) })
     }
 
     /// The entity's component `id`, writable, marking it changed when written: `None` when
     /// no write term names `id`, or an optional one's component is absent.
     pub fn get_mut(&mut self, id: ComponentId) -> Option<MutUntyped<'_>> {
-        let column = self.table.column(self.column(id, true)?);
-        let (row, ticks, run) = (self.row, column.ticks_base(), self.run);
+        let (column, row) = self.column(id, true)?;
+        let (ticks, run) = (column.ticks_base(), self.run);
         // SAFETY: `row` is live (as in `get`). The term writes `id`, so the query's access
-        // check left no other term naming it; the iterator gives each row to one item, and
+        // check left no other term naming it; the iterator gives each entity (so each
+        // archetype row, and each dense row of a sparse set) to one item, and
         // holds the world exclusively for write terms (`iter_mut`; `iter` refuses them), so
         // `&mut self` makes the value and its `changed` tick this borrow's alone. The value
         // and the tick are written through the column's own pointers, and the tick without
