@@ -811,3 +811,113 @@ fn cached_one_entity_moves_still_see_later_hooks_logs_and_dead_entities() {
         assert_eq!(world.get::<Pos>(entities[3]), Ok(&Pos(3)), "{storage:?}");
     }
 }
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DockedIn(Entity);
+#[derive(Debug)]
+struct Hangar(Vec<Entity>);
+
+impl tabula_core::Relationship for DockedIn {
+    type Target = Hangar;
+    fn target(&self) -> Entity {
+        self.0
+    }
+    fn from_target(target: Entity) -> Self {
+        DockedIn(target)
+    }
+}
+impl tabula_core::RelationshipTarget for Hangar {
+    type Relationship = DockedIn;
+    const LINKED_SPAWN: bool = false;
+    fn sources(&self) -> &[Entity] {
+        &self.0
+    }
+    fn sources_mut(&mut self) -> &mut Vec<Entity> {
+        &mut self.0
+    }
+    fn from_sources(sources: Vec<Entity>) -> Self {
+        Hangar(sources)
+    }
+}
+
+/// `immutable()` (and so `register_relationship`, which makes both sides immutable) refuses
+/// a component some entity already holds, in a sparse set as in a table: the values it held
+/// could have been changed in place, and a relationship registered late would leave its two
+/// sides disagreeing.
+#[test]
+fn making_a_held_component_immutable_panics_in_either_storage() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let e = world.spawn((Pos(0), Stunned(1)));
+        world.get_mut::<Stunned>(e).unwrap().0 = 2;
+        let message = catch_message(|| {
+            world.register_component::<Stunned>().immutable();
+        });
+        assert!(
+            message.contains("made immutable after entities of this world held it"),
+            "{storage:?}: {message}"
+        );
+
+        let mut world = world_with::<DockedIn>(storage);
+        let hangar = world.spawn((Pos(0),));
+        world.spawn((Pos(1), DockedIn(hangar)));
+        let message = catch_message(|| world.register_relationship::<DockedIn>());
+        assert!(
+            message.contains("made immutable after entities of this world held it"),
+            "{storage:?}: {message}"
+        );
+    }
+    // Registered first, a sparse relationship keeps both sides in step.
+    let mut world = world_with::<DockedIn>(Storage::Sparse);
+    world.register_relationship::<DockedIn>();
+    let hangar = world.spawn((Pos(0),));
+    let ship = world.spawn((Pos(1), DockedIn(hangar)));
+    assert_eq!(world.get::<Hangar>(hangar).map(|h| h.0.clone()), Ok(vec![ship]));
+}
+
+/// The panic message of `f`, which must panic.
+fn catch_message(f: impl FnOnce()) -> String {
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("it panics");
+    (payload.downcast_ref::<String>().cloned())
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct Needed;
+
+/// A requirement registered after one-entity moves of the component are cached is still met
+/// by the next insert; and two worlds that store the component differently (with different
+/// component ids) keep their caches apart.
+#[test]
+fn cached_moves_meet_later_requirements_and_stay_per_world() {
+    for storage in BOTH {
+        let mut world = world_with::<Stunned>(storage);
+        let e = world.spawn((Pos(0),));
+        for round in 0..2 {
+            world.insert_one(e, Stunned(round)).unwrap();
+            world.remove_one::<Stunned>(e).unwrap();
+        }
+        world.register_component::<Stunned>().requires::<Needed>();
+        world.insert_one(e, Stunned(5)).unwrap();
+        assert_eq!(world.get::<Needed>(e), Ok(&Needed), "{storage:?}");
+    }
+
+    // World `a` registers another component first, so `Stunned`'s id differs between them.
+    let mut a = World::new();
+    a.register_component::<Vel>();
+    a.register_component::<Stunned>().sparse_set();
+    let mut b = World::new();
+    let (ea, eb) = (a.spawn((Pos(1),)), b.spawn((Pos(2),)));
+    for round in 0..3 {
+        a.insert_one(ea, Stunned(round)).unwrap();
+        b.insert_one(eb, Stunned(10 + round)).unwrap();
+        assert_eq!(a.get::<Stunned>(ea), Ok(&Stunned(round)));
+        assert_eq!(b.get::<Stunned>(eb), Ok(&Stunned(10 + round)));
+        assert_eq!(a.remove_one::<Stunned>(ea), Ok(Stunned(round)));
+        assert_eq!(b.remove_one::<Stunned>(eb), Ok(Stunned(10 + round)));
+    }
+    // A handle of the other world is refused by name, not taken for a local entity.
+    assert!(a.insert_one(eb, Stunned(0)).is_err());
+    assert!(a.remove_one::<Stunned>(eb).is_err());
+}

@@ -252,13 +252,14 @@ impl<T: Component> ComponentRegistration<'_, T> {
     ///
     /// # Panics
     /// When an entity of the world already holds a `T` (or did: an archetype with `T`
-    /// exists): values changed in place before would have escaped the rule. Register first.
+    /// exists; for a [sparse](Self::sparse_set) `T`, when its set holds a value): values
+    /// changed in place before would have escaped the rule. Register first.
     #[track_caller]
     pub fn immutable(self) -> Self {
-        let held = self
-            .world
-            .archetypes()
-            .any(|a| a.component_ids().contains(&self.id));
+        let in_table = (self.world.archetypes()).any(|a| a.component_ids().contains(&self.id));
+        // A sparse `T` is in no archetype: its set says whether an entity holds one.
+        let in_set = (self.world.sparse.get(self.id)).is_some_and(|set| !set.entities().is_empty());
+        let held = in_table || in_set;
         if held {
             panic!(
                 "component `{}` was made immutable after entities of this world held it; call \
