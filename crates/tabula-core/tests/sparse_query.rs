@@ -617,3 +617,51 @@ fn par_for_each_on_sparse_terms_marks_what_it_wrote_before_a_panic() {
     assert_eq!(marked.len(), written);
     assert!(marked.iter().all(|&v| v == 1));
 }
+
+/// A parallel pass over a sparse `&mut` term on 4 threads, in small runs over two
+/// archetypes: the next pass of `Added` sees nothing, and `Changed` exactly the rows the
+/// closure wrote, as with the term in a table.
+#[test]
+fn par_for_each_on_sparse_terms_leaves_added_clear_and_changed_exact() {
+    both(|storage, world| {
+        let n = if cfg!(miri) { 16 } else { 3_000 };
+        let entities: Vec<Entity> = (0..n).map(|i| world.spawn((Pos(i),))).collect();
+        let mut added = world.query_filtered::<Entity, Added<Vel>>();
+        let mut changed = world.query_filtered::<Entity, Changed<Vel>>();
+        for (i, &e) in entities.iter().enumerate() {
+            if i % 2 == 0 {
+                world.insert_one(e, Vel(0)).unwrap();
+            }
+            if i % 7 == 0 {
+                world.insert_one(e, Other).unwrap();
+            }
+        }
+        assert_eq!(
+            added.iter(world).count(),
+            entities.len().div_ceil(2),
+            "{storage:?}"
+        );
+        assert_eq!(
+            changed.iter(world).count(),
+            entities.len().div_ceil(2),
+            "{storage:?}"
+        );
+        let mut query = world.query::<(&Pos, &mut Vel)>();
+        query.set_batch_size(BatchSize::Fixed(8));
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        pool.install(|| {
+            query.par_for_each(world, |(pos, mut vel)| {
+                if pos.0 % 3 == 0 {
+                    vel.0 += 1;
+                }
+            })
+        });
+        assert_eq!(added.iter(world).count(), 0, "{storage:?}");
+        let mut written: Vec<u32> = (changed.iter(world))
+            .map(|e| world.get::<Pos>(e).unwrap().0)
+            .collect();
+        written.sort();
+        let expected: Vec<u32> = (0..n).filter(|i| i % 6 == 0).collect();
+        assert_eq!(written, expected, "{storage:?}");
+    });
+}

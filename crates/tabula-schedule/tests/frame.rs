@@ -313,3 +313,57 @@ fn schedules_and_states_changed_by_an_earlier_phase_count_in_the_same_frame() {
     world.run_frame(ms(1));
     assert_eq!(log(&world), ["enter intro", "update", "update", "update", "last"]);
 }
+
+fn replace_schedules(world: &mut World) {
+    let mut fresh = Schedules::default();
+    fresh.entry(Update).unwrap().add_systems(push("new update"));
+    fresh.entry(Last).unwrap().add_systems(push("new last"));
+    world.insert_resource(fresh);
+}
+
+#[test]
+fn schedules_replaced_by_an_earlier_phase_run_in_the_same_frame() {
+    let mut world = world();
+    world
+        .add_systems(First, replace_schedules)
+        .add_systems(PostUpdate, push("old post"));
+    world.run_frame(ms(1));
+    // The old PostUpdate went with the old resource; the new phases ran.
+    assert_eq!(log(&world), ["new update", "new last"]);
+}
+
+fn startup_builds_the_game(world: &mut World) {
+    world.insert_state(Phase::Intro);
+    world.add_systems(OnEnter(Phase::Intro), push("enter intro"));
+    world.add_systems(FixedUpdate, push("fixed"));
+    world.add_systems(Update, push("update"));
+}
+
+#[test]
+fn phases_and_states_made_by_startup_run_in_the_first_frame() {
+    let mut world = world();
+    world.add_systems(Startup, startup_builds_the_game);
+    world.run_frame(ms(10));
+    assert_eq!(log(&world), ["enter intro", "fixed", "update"]);
+}
+
+fn remove_last_then_panic(world: &mut World) {
+    world.resource_mut::<Schedules>().unwrap().remove(Last).unwrap();
+    panic!("a system of Update panicked");
+}
+
+#[test]
+fn a_phase_removed_before_a_panic_stays_removed_in_the_next_frames() {
+    let mut world = world();
+    world
+        .add_systems(Update, remove_last_then_panic.run_if(run_once_per_world))
+        .add_systems(PostUpdate, push("post"))
+        .add_systems(Last, push("last"));
+    let frame = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.run_frame(ms(1))));
+    assert!(frame.is_err());
+    world.run_frame(ms(1));
+    assert_eq!(log(&world), ["post"]);
+    world.add_systems(Last, push("last"));
+    world.run_frame(ms(1));
+    assert_eq!(log(&world), ["post", "post", "last"]);
+}
