@@ -180,7 +180,7 @@ impl World {
     }
 
     /// [`insert_with_sparse`](Self::insert_with_sparse) of one-field bundle `B` of sparse
-    /// `component` into live `entity`, with nothing to flush: also where `insert_general`
+    /// `component` into live `entity`, with nothing to flush: also where `insert_missed`
     /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
     #[inline(always)]
     pub(super) fn insert_one_sparse<B: Bundle, const APPLY: bool>(
@@ -350,7 +350,7 @@ impl World {
     }
 
     /// [`remove_with_sparse`](Self::remove_with_sparse) of one-field bundle `B` of sparse
-    /// `component` from live `entity`, with nothing to flush: also where `remove_general`
+    /// `component` from live `entity`, with nothing to flush: also where `remove_missed`
     /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
     #[inline(always)]
     pub(super) fn remove_one_sparse<B: Bundle, const HOOKS: bool>(
