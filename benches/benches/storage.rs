@@ -300,6 +300,9 @@ struct AddRemove {
     /// `B` stored in a sparse set (`register_component::<B>().sparse_set()`).
     sparse_world: World,
     sparse_entities: Vec<Entity>,
+    /// `B` sparse again, for the batch entry.
+    sparse_batch_world: World,
+    sparse_batch_entities: Vec<Entity>,
     batch_world: World,
     batch_entities: Vec<Entity>,
     hecs: hecs::World,
@@ -329,6 +332,10 @@ impl AddRemove {
         let mut sparse_world = World::new();
         sparse_world.register_component::<B>().sparse_set();
         let sparse_entities = sparse_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+        let mut sparse_batch_world = World::new();
+        sparse_batch_world.register_component::<B>().sparse_set();
+        let sparse_batch_entities =
+            (sparse_batch_world.spawn_batch((0..n).map(|i| (A(i as f32),)))).collect();
         let mut batch_world = World::new();
         let batch_entities = batch_world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
         let mut hecs = hecs::World::new();
@@ -346,6 +353,8 @@ impl AddRemove {
             entities,
             sparse_world,
             sparse_entities,
+            sparse_batch_world,
+            sparse_batch_entities,
             batch_world,
             batch_entities,
             hecs,
@@ -395,6 +404,14 @@ fn add_remove(c: &mut Criterion) {
                 .insert_batch(s.batch_entities.iter().map(|&e| (e, (B(0.0),))))
                 .unwrap();
             black_box(s.batch_world.remove_batch::<(B,)>(&s.batch_entities).unwrap());
+        };
+        // The batches with `B` sparse: the set is looked up once per batch, as the sparse-set
+        // engines below borrow their storage once.
+        "tabula_sparse_batch" => |s: &mut AddRemove| {
+            s.sparse_batch_world
+                .insert_batch(s.sparse_batch_entities.iter().map(|&e| (e, (B(0.0),))))
+                .unwrap();
+            black_box(s.sparse_batch_world.remove_batch::<(B,)>(&s.sparse_batch_entities).unwrap());
         };
         "hecs" => |s: &mut AddRemove| {
             for &e in &s.hecs_entities {

@@ -408,6 +408,94 @@ fn batches_spawn_insert_and_remove_sparse_components() {
 }
 
 #[test]
+fn batches_of_one_component_behave_as_one_by_one_inserts_and_removals() {
+    // A one-field sparse batch without hooks goes straight into the set; with hooks it takes
+    // the one-entity path. Either way: replaced values dropped once and marked changed, the
+    // last of an entity's values kept, removals logged in order, refusals that change nothing.
+    for storage in BOTH {
+        for hooked in [false, true] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let counted = |n| Counted(Arc::clone(&drops), n);
+            let mut world = world_with::<Counted>(storage);
+            let added = Arc::new(AtomicUsize::new(0));
+            if hooked {
+                let added = Arc::clone(&added);
+                world
+                    .register_component::<Counted>()
+                    .on_add(move |_: &mut HookWorld, _: HookContext| {
+                        added.fetch_add(1, Ordering::Relaxed);
+                    });
+            }
+            world.track_removals::<Counted>();
+            let es: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i),))).collect();
+            world.insert_one(es[0], counted(0)).unwrap();
+            world.clear_trackers();
+            let at = format!("{storage:?}, hooked: {hooked}");
+            // es[0] is replaced; es[2] is listed twice: its first value is replaced by its second.
+            let batch = [(es[0], 10), (es[1], 11), (es[2], 12), (es[2], 22)];
+            world
+                .insert_batch(batch.map(|(e, n)| (e, (counted(n),))))
+                .unwrap();
+            assert_eq!(drops.load(Ordering::Relaxed), 2, "{at}: the two replaced values");
+            let values: Vec<Option<u64>> = (es.iter())
+                .map(|&e| world.get::<Counted>(e).ok().map(|c| c.1))
+                .collect();
+            assert_eq!(values, [Some(10), Some(11), Some(22), None], "{at}");
+            let marks: Vec<(bool, bool)> = (es[..3].iter())
+                .map(|&e| {
+                    let c = world.get_mut::<Counted>(e).unwrap();
+                    (c.is_added(), c.is_changed())
+                })
+                .collect();
+            assert_eq!(marks, [(false, true), (true, true), (true, true)], "{at}");
+            if hooked {
+                assert_eq!(
+                    added.load(Ordering::Relaxed),
+                    3,
+                    "{at}: on_add once per new holder"
+                );
+            }
+            // Refused batches remove nothing: a dead entity, one without the component, one
+            // listed twice.
+            let gone = world.spawn((Pos(9),));
+            world.despawn(gone).unwrap();
+            let dead = world.remove_batch::<(Counted,)>(&[es[0], gone]);
+            assert_eq!(dead.unwrap_err(), EntityError::NoSuchEntity(gone), "{at}");
+            let lacking = world.remove_batch::<(Counted,)>(&[es[1], es[3]]);
+            assert!(
+                matches!(lacking, Err(EntityError::MissingComponent { entity, .. }) if entity == es[3]),
+                "{at}"
+            );
+            let twice = world.remove_batch::<(Counted,)>(&[es[1], es[1]]);
+            assert!(matches!(twice, Err(EntityError::MissingComponent { .. })), "{at}");
+            assert_eq!(world.query::<&Counted>().iter(&world).count(), 3, "{at}");
+            assert_eq!(world.removed::<Counted>().count(), 0, "{at}");
+            // Removed in the batch's order, handed back, logged in that order.
+            let removed = world.remove_batch::<(Counted,)>(&[es[2], es[0]]).unwrap();
+            assert_eq!(
+                removed.iter().map(|(c,)| c.1).collect::<Vec<_>>(),
+                [22, 10],
+                "{at}"
+            );
+            assert_eq!(drops.load(Ordering::Relaxed), 2, "{at}: handed back, not dropped");
+            drop(removed);
+            assert_eq!(
+                world.removed::<Counted>().collect::<Vec<_>>(),
+                [es[2], es[0]],
+                "{at}"
+            );
+            assert_eq!(world.get::<Counted>(es[1]).map(|c| c.1), Ok(11), "{at}");
+            assert!(
+                !world.has::<Counted>(es[0]) && !world.has::<Counted>(es[2]),
+                "{at}"
+            );
+            drop(world);
+            assert_eq!(drops.load(Ordering::Relaxed), 5, "{at}: every value dropped once");
+        }
+    }
+}
+
+#[test]
 fn by_id_access_and_entity_views_see_sparse_components() {
     for storage in BOTH {
         let mut world = world_with::<Stunned>(storage);

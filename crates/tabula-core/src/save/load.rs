@@ -424,7 +424,7 @@ impl World {
         for mut saved in sparse {
             let size = saved.column.layout.size();
             let set = (self.sparse.get_mut(saved.id)).expect("checked: stored sparse here");
-            set.reserve_for_load(saved.entities.len());
+            set.reserve(saved.entities.len());
             for (row, &bits) in saved.entities.iter().enumerate() {
                 let entity = holder(bits);
                 // SAFETY: `entity` is not in the set (checked: each holder once, and a holder

@@ -225,6 +225,13 @@ impl SparseSet {
         }
     }
 
+    /// Makes room for `additional` more values, so that as many
+    /// [`push_uninit`](Self::push_uninit) calls do not grow the dense table (the `sparse`
+    /// array may still grow, for entity indices past its end): for batches and loads.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.dense.reserve(additional);
+    }
+
     /// Clamps the change ticks older than the maximum age.
     pub(crate) fn check_change_ticks(&mut self, now: Tick) {
         self.dense.check_change_ticks(now);
@@ -304,17 +311,6 @@ impl SparseSets {
             .filter(|(_, set)| set.contains(entity))
             .map(|(id, _)| id)
             .collect()
-    }
-}
-
-/// What a load needs beyond the structural paths (`save/load.rs`).
-#[cfg(feature = "serde")]
-impl SparseSet {
-    /// Makes room for `additional` more values, so that as many
-    /// [`push_uninit`](Self::push_uninit) calls do not grow the dense table (the `sparse`
-    /// array may still grow, for entity indices past its end).
-    pub(crate) fn reserve_for_load(&mut self, additional: usize) {
-        self.dense.reserve(additional);
     }
 }
 

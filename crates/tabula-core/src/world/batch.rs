@@ -13,13 +13,15 @@
 use fixedbitset::FixedBitSet;
 
 use crate::archetype::{InsertEdge, pair_mut};
-use crate::bundle::Bundle;
+use crate::bundle::{Bundle, BundleId};
+use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::EntityError;
 use crate::location::ArchetypeId;
 use crate::location::EntityLocation;
 
 use super::hooks::HookKind;
+use super::sparse::{take_sparse_value, write_sparse_value};
 use super::{World, tick_now};
 
 /// Where the entities of a checked batch are: their rows, and their archetype if they share
@@ -103,15 +105,7 @@ impl World {
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
         let bundle = self.bundles.id_of::<B>(&mut self.components);
         if self.bundles.infos[bundle].sparse {
-            // A sparse field never enters the archetype: one insert per entity, once every
-            // entity is known alive (all or nothing, as documented).
-            for &(entity, _) in &batch {
-                self.location(entity)?;
-            }
-            for (entity, bundle) in batch {
-                self.insert(entity, bundle)?;
-            }
-            return Ok(());
+            return self.insert_batch_sparse(bundle, batch);
         }
         if self.bundle_has_hooks(bundle, HookKind::INSERTING) {
             return self.insert_batch_hooked(batch);
@@ -146,7 +140,7 @@ impl World {
     }
 
     /// True when a component of bundle `bundle` has a hook of a kind in `kinds`.
-    fn bundle_has_hooks(&self, bundle: crate::bundle::BundleId, kinds: u8) -> bool {
+    fn bundle_has_hooks(&self, bundle: BundleId, kinds: u8) -> bool {
         (self.bundles.infos[bundle].fields.iter()).any(|&c| self.components.info(c).has_hooks(kinds))
     }
 
@@ -349,15 +343,50 @@ impl World {
     /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
     /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s; an empty
     /// `rows` means `entities[i]` is at row `i`.
+    /// [`insert_batch`](Self::insert_batch) of a bundle with a sparse field, which never
+    /// enters the archetype: every entity is checked alive first (all or nothing, as
+    /// documented). A one-field bundle of a component without hooks (a marker set on many
+    /// entities) goes straight into the set, stamped with one tick as a table batch is; any
+    /// other bundle is one [`insert`](Self::insert) per entity.
+    #[cold]
+    fn insert_batch_sparse<B: Bundle>(
+        &mut self,
+        bundle: BundleId,
+        batch: Vec<(Entity, B)>,
+    ) -> Result<(), EntityError> {
+        for &(entity, _) in &batch {
+            self.location(entity)?;
+        }
+        let component = self.bundles.infos[bundle].fields[0];
+        if B::FIELDS == 1 && !self.components.info(component).has_hooks(u8::MAX) {
+            let tick = tick_now(&mut self.change_tick);
+            let set = (self.sparse.get_mut(component)).expect("the bundle's one field is sparse");
+            set.reserve(batch.len());
+            for (entity, value) in batch {
+                write_sparse_value(set, entity, value, tick);
+            }
+            return Ok(());
+        }
+        for (entity, bundle) in batch {
+            self.insert(entity, bundle)?;
+        }
+        Ok(())
+    }
+
     /// [`remove_batch`](Self::remove_batch) of a bundle with a sparse field: every entity is
     /// checked first (alive, listed once, holding every field), then each removal is one
-    /// [`remove`](Self::remove).
+    /// [`remove`](Self::remove), or, for a one-field bundle of a component without hooks,
+    /// a move straight out of the set (its removal log, if tracked, written first for all).
     #[cold]
     fn remove_batch_sparse<B: Bundle>(
         &mut self,
-        bundle: crate::bundle::BundleId,
+        bundle: BundleId,
         entities: &[Entity],
     ) -> Result<Vec<B>, EntityError> {
+        let first = self.bundles.infos[bundle].fields[0];
+        if B::FIELDS == 1 && !self.components.info(first).has_hooks(u8::MAX) {
+            return self.remove_batch_one_sparse(first, entities);
+        }
         let mut seen = FixedBitSet::with_capacity(self.entities.slots());
         for &entity in entities {
             let location = self.location(entity)?;
@@ -377,6 +406,31 @@ impl World {
             }
         }
         entities.iter().map(|&entity| self.remove::<B>(entity)).collect()
+    }
+
+    /// [`remove_batch_sparse`](Self::remove_batch_sparse) of one-field bundle `B` of sparse
+    /// `component`, which has no hooks.
+    fn remove_batch_one_sparse<B: Bundle>(
+        &mut self,
+        component: ComponentId,
+        entities: &[Entity],
+    ) -> Result<Vec<B>, EntityError> {
+        let set = (self.sparse.get(component)).expect("the bundle's one field is sparse");
+        let mut seen = FixedBitSet::with_capacity(self.entities.slots());
+        for &entity in entities {
+            self.location(entity)?;
+            // Listed twice: the second removal would find the component gone.
+            if seen.put(entity.index() as usize) || !set.contains(entity) {
+                return Err(self.missing_sparse(entity, component));
+            }
+        }
+        if self.components.info(component).logs_removals() {
+            self.removals.record(&[component], entities);
+        }
+        let set = (self.sparse.get_mut(component)).expect("the bundle's one field is sparse");
+        Ok((entities.iter())
+            .map(|&entity| take_sparse_value(set, entity).expect("checked above"))
+            .collect())
     }
 
     fn remove_whole_table<B: Bundle>(

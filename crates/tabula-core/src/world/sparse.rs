@@ -200,26 +200,12 @@ impl World {
     /// which is dropped (`false`). No hooks.
     #[inline(always)]
     fn write_one_sparse<B: Bundle>(&mut self, entity: Entity, component: ComponentId, bundle: B) -> bool {
-        debug_assert_eq!(B::FIELDS, 1);
         let tick = super::tick_now(&mut self.change_tick);
         let set = self
             .sparse
             .get_mut(component)
             .expect("the bundle's one field is sparse");
-        let row = set.row_of(entity);
-        // SAFETY: the set's one column (index 0) stores the bundle's one field; `row` is
-        // either the entity's (`Some`: initialised, replaced) or `None`, and then a row is
-        // freshly pushed (uninitialised) and written at once; writing cannot panic.
-        unsafe {
-            match row {
-                Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
-                None => {
-                    let row = set.push_uninit(entity);
-                    bundle.write_new(set.table_mut(), &[0], row, tick);
-                }
-            }
-        }
-        row.is_none()
+        write_sparse_value(set, entity, bundle, tick)
     }
 
     /// [`insert_with_sparse`](Self::insert_with_sparse) of a one-field bundle of sparse
@@ -367,21 +353,15 @@ impl World {
             .sparse
             .get_mut(component)
             .expect("the bundle's one field is sparse");
-        let Some(row) = set.row_of(entity) else {
-            return Err(self.missing_sparse(entity, component));
-        };
-        // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
-        // holds the entity's value: read once, then the set forgets the row.
-        Ok(unsafe {
-            let removed = B::take_at(set.table(), &[0], row);
-            set.swap_remove_taken(row);
-            removed
-        })
+        match take_sparse_value(set, entity) {
+            Some(removed) => Ok(removed),
+            None => Err(self.missing_sparse(entity, component)),
+        }
     }
 
     /// The error for `entity` lacking sparse `component`.
     #[cold]
-    fn missing_sparse(&self, entity: Entity, component: ComponentId) -> EntityError {
+    pub(super) fn missing_sparse(&self, entity: Entity, component: ComponentId) -> EntityError {
         EntityError::MissingComponent {
             entity,
             component: self.components.info(component).name(),
@@ -414,16 +394,7 @@ impl World {
             .sparse
             .get_mut(component)
             .expect("the bundle's one field is sparse");
-        let row = set
-            .row_of(entity)
-            .expect("checked above; hooks make no structural change");
-        // SAFETY: the set's one column (index 0) stores the bundle's one field and `row`
-        // holds the entity's value: read once, then the set forgets the row.
-        let removed = unsafe {
-            let removed = B::take_at(set.table(), &[0], row);
-            set.swap_remove_taken(row);
-            removed
-        };
+        let removed = take_sparse_value(set, entity).expect("checked above; hooks make no structural change");
         if HOOKS && hooked {
             self.apply_hook_commands();
         }
@@ -608,6 +579,51 @@ impl World {
         let id = self.bundles.id_of::<B>(&mut self.components);
         (id, self.bundles.infos[id].sparse)
     }
+}
+
+/// Writes one-field bundle `B`'s value, a value of the component `set` stores, as
+/// `entity`'s, stamped `tick`: a new row (`true`: added) or over the old value, which is
+/// dropped (`false`). No hooks: the callers checked that the component has none.
+#[inline(always)]
+pub(super) fn write_sparse_value<B: Bundle>(
+    set: &mut SparseSet,
+    entity: Entity,
+    bundle: B,
+    tick: Tick,
+) -> bool {
+    debug_assert_eq!(B::FIELDS, 1);
+    let row = set.row_of(entity);
+    // SAFETY: the set's one column (index 0) stores the bundle's one field (the callers'
+    // set is that field's); `row` is either the entity's (`Some`: initialised, replaced) or
+    // `None`, and then a row is freshly pushed (uninitialised) and written at once; writing
+    // cannot panic.
+    unsafe {
+        match row {
+            Some(row) => bundle.write_or_replace(set.table_mut(), &[0], &[true], row, tick),
+            None => {
+                let row = set.push_uninit(entity);
+                bundle.write_new(set.table_mut(), &[0], row, tick);
+            }
+        }
+    }
+    row.is_none()
+}
+
+/// Moves `entity`'s value out of `set` as one-field bundle `B` (of the component the set
+/// stores) and fills the hole with the last row; `None` if `entity` has no value there. No
+/// hooks and no removal log: the callers ran or recorded them.
+#[inline(always)]
+pub(super) fn take_sparse_value<B: Bundle>(set: &mut SparseSet, entity: Entity) -> Option<B> {
+    debug_assert_eq!(B::FIELDS, 1);
+    let row = set.row_of(entity)?;
+    // SAFETY: the set's one column (index 0) stores the bundle's one field (the callers'
+    // set is that field's) and `row` holds the entity's value: read once, then the set
+    // forgets the row.
+    Some(unsafe {
+        let removed = B::take_at(set.table(), &[0], row);
+        set.swap_remove_taken(row);
+        removed
+    })
 }
 
 /// A one-row table with a column per field of a bundle, in field order: where a mixed
