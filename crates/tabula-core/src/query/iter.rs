@@ -44,8 +44,13 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     row: usize,
     len: usize,
     /// The walk of a query on the sparse path (`query/sparse.rs`); its table walk above is
-    /// then empty, so the table path's row loop pays nothing for it.
-    sparse: Option<SparseIter<'w, 's, D, F>>,
+    /// then empty, so the table path's row loop pays nothing for it. Boxed, so that the
+    /// out-of-line step of that walk in `next` is handed a pointer to the box, not into this
+    /// iterator: with a pointer into it, a `for` loop over a table query could no longer
+    /// keep the iterator in registers, and stored and reloaded its state every row
+    /// (`simple_iter/tabula_for_loop`: 3.8x the instructions of a build without sparse
+    /// sets; boxed, 1.2x).
+    sparse: Option<Box<SparseIter<'w, 's, D, F>>>,
 }
 
 impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
@@ -68,7 +73,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
         let (matched, sparse): (&[Matched<D::Cache, F::Cache>], _) = if state.sparse {
             // SAFETY: the caller's contract; the matches are on the sparse path.
             let sparse = unsafe { SparseIter::new(world, state.data, state.filter, state.matched, ticks) };
-            (&[], Some(sparse))
+            (&[], Some(Box::new(sparse)))
         } else {
             (state.matched, None)
         };
@@ -147,11 +152,16 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
 impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     type Item = D::Item<'w>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<D::Item<'w>> {
         if !self.matches_more() {
-            // The end of the table walk, or a query on the sparse path.
-            return self.sparse.as_mut()?.next_item();
+            // The end of the table walk, or a query on the sparse path: its walk steps out
+            // of line (through the box, see `sparse`) and its item is made here. (Inline,
+            // the walk made `simple_iter/tabula_for_loop` 1.8x its table-only instructions;
+            // with the item made out of line too, returned through memory, more again.)
+            let sparse = self.sparse.as_deref_mut()?;
+            let (row, entity) = sparse.advance_out_of_line()?;
+            return sparse.item_at(row, entity);
         }
         let (data, _) = self.current.as_mut()?;
         // SAFETY: `matches_more` left a live, passing row at `row - 1`; each row is yielded once.
@@ -173,7 +183,7 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
         G: FnMut(B, Self::Item) -> B,
     {
         if let Some(sparse) = self.sparse {
-            return sparse.fold(init, g);
+            return (*sparse).fold(init, g);
         }
         // SAFETY: the current archetype's rows from `row` on are live and not yet yielded;
         // the later archetypes' caches came from matching them (the state is up to date,

@@ -135,6 +135,19 @@ impl<'w, 's, D: QueryData, F: QueryFilter> SparseIter<'w, 's, D, F> {
     #[inline]
     pub(crate) fn next_item(&mut self) -> Option<D::Item<'w>> {
         let (row, entity) = self.advance()?;
+        self.item_at(row, entity)
+    }
+
+    /// [`advance`](Self::advance), out of line: for `QueryIter::next`, which makes the
+    /// item itself with [`item_at`](Self::item_at) (see there).
+    #[inline(never)]
+    pub(crate) fn advance_out_of_line(&mut self) -> Option<(usize, Entity)> {
+        self.advance()
+    }
+
+    /// The item of `row` (with its `entity`), which [`advance`](Self::advance) just left.
+    #[inline(always)]
+    pub(crate) fn item_at(&mut self, row: usize, entity: Entity) -> Option<D::Item<'w>> {
         let (data, ..) = self.current.as_mut()?;
         // SAFETY: `advance` left a live row that has every required component; each row is
         // visited once, so no other item of it is live.
