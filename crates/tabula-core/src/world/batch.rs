@@ -340,9 +340,6 @@ impl World {
         Ok(removed)
     }
 
-    /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
-    /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s; an empty
-    /// `rows` means `entities[i]` is at row `i`.
     /// [`insert_batch`](Self::insert_batch) of a bundle with a sparse field, which never
     /// enters the archetype: every entity is checked alive first (all or nothing, as
     /// documented). A one-field bundle of a component without hooks (a marker set on many
@@ -433,6 +430,9 @@ impl World {
             .collect())
     }
 
+    /// Moves every row of `source` along remove edge `edge` and returns the removed bundles.
+    /// `rows[i]` is the row of `entities[i]`, and the rows are all of `source`'s; an empty
+    /// `rows` means `entities[i]` is at row `i`.
     fn remove_whole_table<B: Bundle>(
         &mut self,
         source: ArchetypeId,
