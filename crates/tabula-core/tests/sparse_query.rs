@@ -665,3 +665,24 @@ fn par_for_each_on_sparse_terms_leaves_added_clear_and_changed_exact() {
         assert_eq!(written, expected, "{storage:?}");
     });
 }
+
+/// A query built before its component is made sparse (the query registered it, nothing
+/// stored it yet) takes the sparse path from its next use: `get`, `iter` and `contains`
+/// find the entities spawned afterwards, and a later archetype is matched too.
+#[test]
+fn a_query_built_before_its_component_is_made_sparse_follows_it() {
+    let mut world = World::new();
+    let mut q = world.query::<(&Pos, &Vel)>();
+    world.register_component::<Vel>().sparse_set();
+    let a = world.spawn((Pos(1), Vel(10)));
+    let b = world.spawn((Pos(2),));
+    assert_eq!(q.get(&world, a).unwrap(), (&Pos(1), &Vel(10)));
+    assert!(matches!(q.get(&world, b), Err(QueryError::NoMatch { .. })));
+    let c = world.spawn((Pos(3), Vel(30), Tag));
+    let mut seen: Vec<u32> = q.iter(&world).map(|(p, v)| p.0 + v.0).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [11, 33]);
+    assert!(q.contains(&world, c));
+    world.insert_one(b, Vel(20)).unwrap();
+    assert_eq!(q.get(&world, b).unwrap(), (&Pos(2), &Vel(20)));
+}

@@ -26,9 +26,6 @@ pub(crate) struct Matched<DC, FC> {
 }
 
 const NOT_MATCHED: u32 = u32::MAX;
-/// Set in the `matched_index` entries of a query on the sparse path, so that a lookup learns
-/// which path to take from the comparison with [`NOT_MATCHED`] it makes anyway.
-const SPARSE_MATCH: u32 = 1 << 31;
 
 /// A query over one world: the data `D` it fetches, for entities that pass filter `F`.
 ///
@@ -85,6 +82,10 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     pub(crate) sparse: bool,
     /// How many components the world stored sparse when `sparse` was decided.
     sparse_seen: usize,
+    /// `archetypes_seen + sparse_seen` once both are up to date (`usize::MAX` before the
+    /// first update): both only grow, so their sum moves whenever either does, and a
+    /// lookup learns that nothing is new from one comparison.
+    epoch_seen: usize,
 }
 
 impl<D: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<D, F> {
@@ -160,6 +161,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             plan: RunPlan::default(),
             sparse,
             sparse_seen: world.sparse.count(),
+            epoch_seen: usize::MAX,
         };
         state.update_archetypes(world);
         Ok(state)
@@ -181,19 +183,28 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             "QueryState<{}> was built for another World; build one per world",
             type_name::<(D, F)>()
         );
-        // Inline, so that a lookup (`get`) pays one comparison when nothing is new.
+        // Inline, so that a lookup (`get`) pays one comparison when nothing is new (two
+        // made `QueryState::get` 3 instructions dearer, of 34; callgrind).
+        if self.epoch_seen != world.archetype_list().len() + world.sparse.count() {
+            self.catch_up(world);
+        }
+    }
+
+    /// Matches new archetypes and takes in new sparse registrations.
+    #[cold]
+    #[inline(never)]
+    fn catch_up(&mut self, world: &World) {
         if self.archetypes_seen != world.archetype_list().len() {
             self.match_new_archetypes(world);
         }
         if self.sparse_seen != world.sparse.count() {
             self.sparse_registered(world);
         }
+        self.epoch_seen = self.archetypes_seen + self.sparse_seen;
     }
 
     /// A component was made sparse since the state decided its path (it was registered by
     /// this query, and stored nowhere yet): if the query names it, rematch on the sparse path.
-    #[cold]
-    #[inline(never)]
     fn sparse_registered(&mut self, world: &World) {
         self.sparse_seen = world.sparse.count();
         if self.sparse || !names_sparse(world, &self.access) {
@@ -233,12 +244,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             let (Some(data), Some(filter)) = (data, filter) else {
                 continue;
             };
-            let flag = if self.sparse { SPARSE_MATCH } else { 0 };
-            assert!(
-                self.matched.len() < SPARSE_MATCH as usize,
-                "a query matches fewer than 2^31 archetypes"
-            );
-            self.matched_index[archetype.id().index()] = self.matched.len() as u32 | flag;
+            self.matched_index[archetype.id().index()] =
+                u32::try_from(self.matched.len()).expect("a query matches fewer than 2^32 - 1 archetypes");
             self.matched.push(Matched {
                 archetype: archetype.id(),
                 data,
@@ -417,10 +424,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<D::Item<'w>, QueryError> {
-        // SAFETY: the state is up to date for this world (the caller's contract).
-        let found = unsafe { self.locate(world, entity, ticks) }?;
         // SAFETY: forwarded contract.
-        Ok(unsafe { fetch_found::<D, F>(&self.data_state, world, found, entity, ticks) })
+        unsafe { self.get_as::<D>(world, entity, ticks) }
     }
 
     /// The read-only item of one entity ([`QueryData::ReadOnly`]) through an
@@ -434,11 +439,52 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
+        // SAFETY: `D::ReadOnly` reads with `D`'s states and caches (the `QueryData`
+        // contract) only what the caller holds shared.
+        unsafe { self.get_as::<D::ReadOnly>(world, entity, ticks) }
+    }
+
+    /// The item of one entity as `R`, `D` itself or its read-only form.
+    ///
+    /// The table path stays inline and the sparse one is a call: a lookup that carried both
+    /// paths to one result made `QueryState::get` 1.47x the instructions of a table-only
+    /// build (`random_get/tabula_query_get`, 50 against 34 a lookup, callgrind).
+    ///
+    /// # Safety
+    /// As for [`get_unchecked`](Self::get_unchecked), and `R` is `D` or `D::ReadOnly` (so it
+    /// reads with `D`'s states and caches).
+    #[inline(always)]
+    unsafe fn get_as<'w, R: QueryData<State = D::State, Cache = D::Cache>>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> Result<R::Item<'w>, QueryError> {
+        if self.sparse {
+            // SAFETY: forwarded contract.
+            return unsafe { self.get_sparse_as::<R>(world, entity, ticks) };
+        }
         // SAFETY: the state is up to date for this world (the caller's contract).
         let found = unsafe { self.locate(world, entity, ticks) }?;
-        // SAFETY: `D::ReadOnly` reads with `D`'s states and caches (the `QueryData`
-        // contract) only what the caller holds shared; `found` came from `locate`.
-        Ok(unsafe { fetch_found::<D::ReadOnly, F>(&self.data_state, world, found, entity, ticks) })
+        // SAFETY: forwarded contract; `found` came from `locate`.
+        Ok(unsafe { fetch_found::<R, F>(&self.data_state, world, found, entity, ticks) })
+    }
+
+    /// [`get_as`](Self::get_as) on the sparse path, out of line.
+    ///
+    /// # Safety
+    /// As for [`get_as`](Self::get_as).
+    #[inline(never)]
+    unsafe fn get_sparse_as<'w, R: QueryData<State = D::State, Cache = D::Cache>>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entity: Entity,
+        ticks: RunTicks,
+    ) -> Result<R::Item<'w>, QueryError> {
+        // SAFETY: the state is up to date for this world (the caller's contract).
+        let found = unsafe { self.locate(world, entity, ticks) }?;
+        // SAFETY: forwarded contract; `found` came from `locate`.
+        Ok(unsafe { fetch_found::<R, F>(&self.data_state, world, found, entity, ticks) })
     }
 
     /// The items of several distinct entities at once, with mutable access.
@@ -644,15 +690,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         };
         // SAFETY: live entities are in archetypes the state has seen (the caller's contract),
         // and `matched_index` has an entry per archetype seen.
-        let mut index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
-        let mut sparse = false;
-        if index >= SPARSE_MATCH {
-            if index == NOT_MATCHED {
-                return Err(no_match());
-            }
-            index &= !SPARSE_MATCH;
-            sparse = true;
+        let index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
+        if index == NOT_MATCHED {
+            return Err(no_match());
         }
+        let sparse = self.sparse;
         // SAFETY: `index` was recorded for a match, and matches are never removed; the
         // location names one of the world's archetypes.
         let (matched, archetype) = unsafe {
