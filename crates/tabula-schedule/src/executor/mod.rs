@@ -294,7 +294,7 @@ pub(crate) unsafe fn conditions_allow<'w>(
     }
     for used in &slot.set_conditions {
         // SAFETY: as above; the schedule initialised the set's condition with this world.
-        allowed &= unsafe { used.condition.verdict(structure, || used.cell_for(world)) };
+        allowed &= unsafe { used.verdict(structure, world) };
     }
     allowed.then_some(world.with_later_run_tick(slot.set_condition_ticks))
 }
