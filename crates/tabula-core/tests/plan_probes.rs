@@ -7,10 +7,13 @@
 //! Every change is followed by three passes: the first walks the archetypes, the second
 //! makes the plan and reads it, the third reads it again.
 
-use std::collections::{BTreeMap, BTreeSet};
+#[cfg(not(miri))]
+use std::collections::{BTreeMap as Map, BTreeSet as Set};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+#[cfg(miri)]
+use by_index::{Map, Set};
 use tabula_core::{
     Added, Changed, CommandQueue, Commands, Entity, Has, Or, QueryState, With, Without, World,
 };
@@ -29,7 +32,7 @@ struct Wide([u64; 3]);
 type Row = (u32, Option<u32>, bool);
 
 /// The reference: read through a fresh state, which walks the archetypes.
-fn reference(world: &mut World) -> BTreeMap<Entity, Row> {
+fn reference(world: &mut World) -> Map<Entity, Row> {
     let mut q = world.query::<(Entity, &Pos, Option<&Vel>, Has<Tag>)>();
     q.iter(world)
         .map(|(e, p, v, t)| (e, (p.0, v.map(|v| v.0), t)))
@@ -65,7 +68,7 @@ impl Probes {
         let passes = if cfg!(miri) { 2 } else { 3 };
         for pass in 0..passes {
             let before = reference(world);
-            let mut seen = BTreeMap::new();
+            let mut seen = Map::new();
             self.writer.for_each(world, |(e, mut p, v, t)| {
                 let old = (p.0, v.as_ref().map(|v| v.0), t);
                 assert!(seen.insert(e, old).is_none(), "{e:?} twice");
@@ -76,7 +79,7 @@ impl Probes {
             });
             assert_eq!(seen, before, "for_each pass {pass} after {after}");
 
-            let mut chunk_seen = BTreeMap::new();
+            let mut chunk_seen = Map::new();
             self.chunker.for_each_chunk(world, |(es, ps, vs)| {
                 assert_eq!(es.len(), ps.len(), "chunk lengths after {after}");
                 if let Some(vs) = &vs {
@@ -88,33 +91,33 @@ impl Probes {
                     p.0 += 100;
                 }
             });
-            let expected: BTreeMap<Entity, (u32, Option<u32>)> = before
+            let expected: Map<Entity, (u32, Option<u32>)> = before
                 .iter()
                 .map(|(&e, &(p, v, _))| (e, (p + 1, v.map(|v| v + 10))))
                 .collect();
             assert_eq!(chunk_seen, expected, "for_each_chunk pass {pass} after {after}");
 
             let after_pass = reference(world);
-            let expected: BTreeMap<Entity, Row> = before
+            let expected: Map<Entity, Row> = before
                 .iter()
                 .map(|(&e, &(p, v, t))| (e, (p + 101, v.map(|v| v + 10), t)))
                 .collect();
             assert_eq!(after_pass, expected, "world after pass {pass} after {after}");
 
-            let mut tagged = BTreeSet::new();
+            let mut tagged = Set::new();
             self.tagged.for_each(world, |(e, p)| {
                 assert_eq!(after_pass[&e].0, p.0);
                 tagged.insert(e);
             });
             let mut fresh = world.query_filtered::<Entity, (With<Tag>, Without<Wide>)>();
-            let want: BTreeSet<Entity> = fresh.iter(world).collect();
+            let want: Set<Entity> = fresh.iter(world).collect();
             assert_eq!(tagged, want, "tagged pass {pass} after {after}");
 
-            let mut all = BTreeSet::new();
+            let mut all = Set::new();
             self.entities
                 .for_each(world, |e| assert!(all.insert(e), "{e:?} twice"));
             let mut fresh = world.query::<Entity>();
-            let want: BTreeSet<Entity> = fresh.iter(world).collect();
+            let want: Set<Entity> = fresh.iter(world).collect();
             assert_eq!(all, want, "entities pass {pass} after {after}");
             assert_eq!(all.len(), world.len() as usize);
         }
@@ -364,12 +367,12 @@ fn plan_after_a_closure_panics_in_a_planned_pass() {
         }
         for pass in 0..3 {
             let before = reference(&mut world);
-            let mut seen = BTreeMap::new();
+            let mut seen = Map::new();
             q.for_each(&mut world, |(e, mut p)| {
                 assert!(seen.insert(e, p.0).is_none());
                 p.0 += 1;
             });
-            let want: BTreeMap<Entity, u32> = before.iter().map(|(&e, r)| (e, r.0)).collect();
+            let want: Map<Entity, u32> = before.iter().map(|(&e, r)| (e, r.0)).collect();
             assert_eq!(seen, want, "pass {pass} after a panic at {panic_at}");
         }
     }
@@ -389,23 +392,23 @@ fn change_filters_through_the_plan() {
     let mut opt = world.query::<(Entity, Option<&mut Vel>)>();
 
     let mut round = |world: &mut World, label: &str| {
-        let mut a = BTreeSet::new();
+        let mut a = Set::new();
         changed.for_each(world, |e| {
             a.insert(e);
         });
-        let b: BTreeSet<Entity> = changed_ref.iter(world).collect();
+        let b: Set<Entity> = changed_ref.iter(world).collect();
         assert_eq!(a, b, "Changed after {label}");
-        let mut a = BTreeSet::new();
+        let mut a = Set::new();
         added.for_each(world, |e| {
             a.insert(e);
         });
-        let b: BTreeSet<Entity> = added_ref.iter(world).collect();
+        let b: Set<Entity> = added_ref.iter(world).collect();
         assert_eq!(a, b, "Added after {label}");
-        let mut a = BTreeSet::new();
+        let mut a = Set::new();
         either.for_each(world, |e| {
             a.insert(e);
         });
-        let b: BTreeSet<Entity> = either_ref.iter(world).collect();
+        let b: Set<Entity> = either_ref.iter(world).collect();
         assert_eq!(a, b, "Or after {label}");
         a
     };
@@ -417,7 +420,7 @@ fn change_filters_through_the_plan() {
 
     // Shape-neutral writes between passes: the plans stay, the filters must still see them.
     world.get_mut::<Pos>(es[3]).unwrap().0 += 1;
-    assert_eq!(round(&mut world, "get_mut"), BTreeSet::from([es[3]]));
+    assert_eq!(round(&mut world, "get_mut"), Set::from([es[3]]));
     assert!(round(&mut world, "nothing").is_empty());
 
     // A whole-archetype pass sets the floor; a later partial pass stores rows.
@@ -428,7 +431,7 @@ fn change_filters_through_the_plan() {
             p.0 += 1;
         }
     });
-    assert_eq!(round(&mut world, "partial pass"), BTreeSet::from([es[5]]));
+    assert_eq!(round(&mut world, "partial pass"), Set::from([es[5]]));
     opt.for_each(&mut world, |(e, v)| {
         if let Some(mut v) = v
             && e == es[1]
@@ -439,7 +442,7 @@ fn change_filters_through_the_plan() {
     assert!(round(&mut world, "Vel write").is_empty());
 
     world.insert(es[0], (Vel(1),)).unwrap();
-    assert_eq!(round(&mut world, "insert Vel"), BTreeSet::from([es[0]]));
+    assert_eq!(round(&mut world, "insert Vel"), Set::from([es[0]]));
     for _ in 0..3 {
         assert!(round(&mut world, "nothing").is_empty());
     }
@@ -500,7 +503,7 @@ fn update_plan_then_unchecked_passes_across_changes() {
         q.update_plan(&world);
         let before = reference(&mut world);
         let ticks = world.start_run(&mut last);
-        let mut seen = BTreeMap::new();
+        let mut seen = Map::new();
         // SAFETY: `&mut world` is exclusive for the call and the state was updated for it.
         unsafe {
             q.for_each_unchecked(
@@ -512,8 +515,7 @@ fn update_plan_then_unchecked_passes_across_changes() {
                 },
             );
         }
-        let want: BTreeMap<Entity, (u32, Option<u32>)> =
-            before.iter().map(|(&e, r)| (e, (r.0, r.1))).collect();
+        let want: Map<Entity, (u32, Option<u32>)> = before.iter().map(|(&e, r)| (e, (r.0, r.1))).collect();
         assert_eq!(seen, want, "step {step}");
         match step % 3 {
             0 => {
@@ -560,4 +562,122 @@ fn plan_survives_edge_caching_that_moves_nothing() {
     world.remove::<()>(es[6]).unwrap();
     world.insert(es[7], ()).unwrap();
     p.check(&mut world, "empty bundles");
+}
+
+/// Under Miri, the probes' maps and sets of entities are vectors indexed by the entity's
+/// index (the probes' worlds use a few dozen slots), with `BTreeMap`'s and `BTreeSet`'s
+/// methods that the probes call and the same iteration order (by index; one generation
+/// of an index at a time): there a `BTreeMap` insert costs as much as a query pass over
+/// two dozen rows, and building and comparing them took most of each probe's time.
+#[cfg(miri)]
+mod by_index {
+    use std::fmt;
+    use std::ops::Index;
+
+    use tabula_core::Entity;
+
+    pub struct Map<K, V>(Vec<Option<(K, V)>>);
+
+    impl<V> Map<Entity, V> {
+        pub fn new() -> Self {
+            Self(Vec::new())
+        }
+
+        pub fn insert(&mut self, entity: Entity, value: V) -> Option<V> {
+            let i = entity.index() as usize;
+            if self.0.len() <= i {
+                self.0.resize_with(i + 1, || None);
+            }
+            let old = self.0[i].replace((entity, value));
+            old.map(|(e, v)| {
+                assert_eq!(e, entity, "two generations of one index in one map");
+                v
+            })
+        }
+
+        pub fn iter(&self) -> impl Iterator<Item = (&Entity, &V)> {
+            self.0.iter().flatten().map(|(e, v)| (e, v))
+        }
+
+        pub fn len(&self) -> usize {
+            self.iter().count()
+        }
+    }
+
+    impl<V> Index<&Entity> for Map<Entity, V> {
+        type Output = V;
+
+        fn index(&self, entity: &Entity) -> &V {
+            match self.0.get(entity.index() as usize) {
+                Some(Some((e, v))) if e == entity => v,
+                _ => panic!("{entity:?} not in the map"),
+            }
+        }
+    }
+
+    impl<V> FromIterator<(Entity, V)> for Map<Entity, V> {
+        fn from_iter<I: IntoIterator<Item = (Entity, V)>>(iter: I) -> Self {
+            let mut map = Self::new();
+            for (e, v) in iter {
+                map.insert(e, v);
+            }
+            map
+        }
+    }
+
+    impl<V: PartialEq> PartialEq for Map<Entity, V> {
+        fn eq(&self, other: &Self) -> bool {
+            self.iter().eq(other.iter())
+        }
+    }
+
+    impl<V: fmt::Debug> fmt::Debug for Map<Entity, V> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_map().entries(self.iter()).finish()
+        }
+    }
+
+    pub struct Set<K>(Map<K, ()>);
+
+    impl Set<Entity> {
+        pub fn new() -> Self {
+            Self(Map::new())
+        }
+
+        pub fn insert(&mut self, entity: Entity) -> bool {
+            self.0.insert(entity, ()).is_none()
+        }
+
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        pub fn is_empty(&self) -> bool {
+            self.0.len() == 0
+        }
+    }
+
+    impl PartialEq for Set<Entity> {
+        fn eq(&self, other: &Self) -> bool {
+            self.0 == other.0
+        }
+    }
+
+    impl FromIterator<Entity> for Set<Entity> {
+        fn from_iter<I: IntoIterator<Item = Entity>>(iter: I) -> Self {
+            Self(iter.into_iter().map(|e| (e, ())).collect())
+        }
+    }
+
+    impl<const N: usize> From<[Entity; N]> for Set<Entity> {
+        fn from(entities: [Entity; N]) -> Self {
+            entities.into_iter().collect()
+        }
+    }
+
+    impl fmt::Debug for Set<Entity> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_set().entries(self.0.iter().map(|(e, ())| e)).finish()
+        }
+    }
 }
