@@ -296,8 +296,9 @@ pub(crate) unsafe fn conditions_allow<'w>(
         // SAFETY: as above; the schedule initialised the set's condition with this world.
         allowed &= unsafe { used.verdict(structure, world) };
     }
-    // Most systems are in no set with a condition: their cell as it is (the shift costs
-    // ~6 instructions of a trivial system's ~125).
+    // Most systems are in no set with a condition: their cell as it is (the shift by 0 cost
+    // 7 instructions a system; `frame_overhead`'s `run_frame_single`: 8,060 -> 7,612 a
+    // frame of 64, callgrind).
     allowed.then(|| match slot.set_condition_ticks {
         0 => world,
         ticks => world.with_later_run_tick(ticks),
