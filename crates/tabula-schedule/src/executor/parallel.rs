@@ -125,7 +125,7 @@ impl<'a> Shared<'a> {
                         // SAFETY: `apply_deferred` is exclusive: nothing else runs now, so the
                         // slot's conditions may read the world, and then every slot is ours.
                         unsafe {
-                            if conditions_allow(slot, self.world).is_some() {
+                            if conditions_allow(slot, self.world) {
                                 self.apply_all()
                             } else {
                                 0

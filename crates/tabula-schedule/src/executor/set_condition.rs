@@ -17,9 +17,10 @@
 //!   runs first sees the same world.
 //!
 //! Members can start at the same time on two threads: [`OncePerRun`] lets one evaluate
-//! while the others wait, and makes the verdict, once there, cost one atomic load: about 5
-//! instructions per member, where taking a lock at every member's start cost about 33
-//! (callgrind, `frame_overhead`'s `run_frame_in_state`; a trivial system costs ~250).
+//! while the others wait, and makes the verdict, once there, one atomic load, which a
+//! member of one gated set reads before anything else (`conditions_allow` in
+//! `executor/mod.rs`), where taking a lock at every member's start cost about 33
+//! instructions (callgrind, `frame_overhead`'s `run_frame_in_state`).
 //!
 //! Waiting must never wait on the waiter. A condition's `par_for_each` split over rayon
 //! would let a thread that steals a piece of it, and then waits inside that piece, pick up
@@ -68,6 +69,11 @@ impl SetCondition {
         self.ticks_per_run
     }
 
+    /// The word that holds this run's verdict, for a member's gate.
+    pub(crate) fn verdict_word(&self) -> VerdictWord {
+        VerdictWord(self.condition.state.clone())
+    }
+
     /// Forgets the last run's verdict; called as a schedule run starts.
     pub(crate) fn start_run(&self) {
         self.condition.start_run();
@@ -111,32 +117,12 @@ impl SetConditionUse {
         Self { condition, shift: 0 }
     }
 
-    /// This run's verdict for a member whose set conditions start at `world`'s run tick:
-    /// one atomic load once a member has evaluated it, else the evaluation (or the wait for
-    /// it) out of line.
+    /// This run's verdict for a member whose set conditions start at `world`'s run tick,
+    /// evaluating the condition if no member has yet.
     ///
     /// # Safety
     /// As for [`SetCondition::verdict`].
-    #[inline]
     pub(crate) unsafe fn verdict(&self, structure: &World, world: UnsafeWorldCell<'_>) -> bool {
-        match self.condition.condition.known() {
-            Some(verdict) => verdict,
-            // SAFETY: forwarded contract.
-            None => unsafe { self.evaluate(structure, world) },
-        }
-    }
-
-    /// [`verdict`](Self::verdict) when it is not known yet. Out of line, so that the check
-    /// that finds it known builds nothing for this call: inline, each member stored the
-    /// evaluation's closure before the check (a frame of 64 empty systems in an `in_state`
-    /// set, single-threaded: 9,996 instructions, 1.21x the same frame ungated; 9,505 and
-    /// 1.18x with this; callgrind).
-    ///
-    /// # Safety
-    /// As for [`SetCondition::verdict`].
-    #[cold]
-    #[inline(never)]
-    unsafe fn evaluate(&self, structure: &World, world: UnsafeWorldCell<'_>) -> bool {
         // SAFETY: forwarded contract.
         unsafe { self.condition.verdict(structure, || self.cell_for(world)) }
     }
@@ -150,6 +136,32 @@ impl SetConditionUse {
         } else {
             world.with_later_run_tick(self.shift.unsigned_abs())
         }
+    }
+}
+
+/// A verdict as a slot's gate reads it, first thing (`conditions_allow` in
+/// `executor/mod.rs`): a set's word, while a member of it has taken this run's verdict; for
+/// a slot without conditions, a word that always allows; for any other slot, one that never
+/// does, so that it evaluates its conditions.
+#[derive(Clone)]
+pub(crate) struct VerdictWord(Arc<AtomicUsize>);
+
+impl VerdictWord {
+    /// A word that always allows.
+    pub(crate) fn always() -> Self {
+        Self(Arc::new(AtomicUsize::new(TRUE)))
+    }
+
+    /// A word that never allows by itself.
+    pub(crate) fn never() -> Self {
+        Self(Arc::new(AtomicUsize::new(UNKNOWN)))
+    }
+
+    /// True when the word allows the run: a verdict taken and true (an acquire load, as
+    /// [`OncePerRun::known`]).
+    #[inline]
+    pub(crate) fn allows(&self) -> bool {
+        self.0.load(Ordering::Acquire) == TRUE
     }
 }
 
@@ -169,7 +181,8 @@ const TRUE: usize = 3;
 /// it publishes the verdict with a release store; a thread that reads the verdict with an
 /// acquire load sees everything the evaluation did.
 pub(crate) struct OncePerRun<T> {
-    state: AtomicUsize,
+    /// Shared with the members' gates ([`VerdictWord`]), which read it and never write it.
+    state: Arc<AtomicUsize>,
     /// The [`thread_key`] of the evaluating thread (0 when none), to tell a thread that would
     /// wait for itself.
     evaluator: AtomicUsize,
@@ -183,7 +196,7 @@ unsafe impl<T: Send> Sync for OncePerRun<T> {}
 impl<T> OncePerRun<T> {
     pub(crate) fn new(value: T) -> Self {
         Self {
-            state: AtomicUsize::new(UNKNOWN),
+            state: Arc::new(AtomicUsize::new(UNKNOWN)),
             evaluator: AtomicUsize::new(0),
             value: UnsafeCell::new(value),
         }
@@ -275,9 +288,9 @@ impl<T> Drop for Unwinding<'_, T> {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    //! Two and three threads ask for one verdict at once: the value is evaluated once, every
-    //! thread gets its verdict and sees the evaluation's writes, and a run after
-    //! `start_run` evaluates again.
+    //! Two threads ask for one verdict at once (one of them through a member's gate): the
+    //! value is evaluated once, every thread gets its verdict and sees the evaluation's
+    //! writes, and a run after `start_run` evaluates again.
 
     use super::*;
     use loom::sync::Arc;
@@ -292,9 +305,11 @@ mod loom_tests {
                     *evaluations % 2 == 1
                 })
             };
+            // The other thread asks as a member does: its gate's word first.
             let other = {
                 let once = once.clone();
-                loom::thread::spawn(move || ask(&once))
+                let gate = VerdictWord(once.state.clone());
+                loom::thread::spawn(move || gate.allows() || ask(&once))
             };
             let here = ask(&once);
             assert!(here && other.join().unwrap());

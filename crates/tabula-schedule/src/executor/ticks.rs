@@ -19,14 +19,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::set_condition::SetCondition;
+use super::set_condition::{SetCondition, VerdictWord};
 use super::{Node, SystemSlot};
 
 /// Where the ticks of a built schedule's systems sit; see the [module docs](self).
 #[derive(Debug, Default)]
 pub(crate) struct TickLayout {
-    /// Per node: the offset of its first tick from its segment's first (0 for exclusive
-    /// nodes, which take no reserved tick).
+    /// Per node: the offset of its system's first tick from its segment's first; its run
+    /// conditions take the ticks just before (0 for exclusive nodes, which take no reserved
+    /// tick).
     offset: Vec<u64>,
     /// Per node: the ticks of the segment that starts after it, for exclusive nodes (0 for
     /// the others).
@@ -53,9 +54,9 @@ impl TickLayout {
                     opened_by = Some(node);
                     length = 0;
                 }
-                Some(ticks) => {
-                    layout.offset[node] = length;
-                    length += ticks;
+                Some((conditions, system)) => {
+                    layout.offset[node] = length + conditions;
+                    length += conditions + system;
                 }
             }
         }
@@ -83,7 +84,8 @@ impl TickLayout {
         self.next_segment[node]
     }
 
-    /// The offset of `node`'s first tick from its segment's first.
+    /// The offset of the first tick of `node`'s system from its segment's first (its
+    /// run conditions take the ticks just before).
     #[inline]
     pub(crate) fn offset(&self, node: usize) -> u64 {
         self.offset[node]
@@ -93,7 +95,8 @@ impl TickLayout {
 /// Places each system's use of a set's run condition at the tick the set's first system in
 /// `order` has for it, so that whichever member evaluates the condition runs it at that one
 /// tick (see `set_condition.rs`). A member in a later segment than the first keeps 0: the
-/// first's segment ran, and evaluated it, before its own started.
+/// first's segment ran, and evaluated it, before its own started. Sets each slot's
+/// `condition_ticks` and `gate` for the run too.
 pub(crate) fn place_set_conditions(
     slots: &mut [SystemSlot],
     nodes: &[Node],
@@ -101,8 +104,9 @@ pub(crate) fn place_set_conditions(
     layout: &TickLayout,
 ) {
     // Per condition: the segment and the tick offset of its first use.
-    let mut first: HashMap<*const SetCondition, (usize, u64)> = HashMap::new();
+    let mut first: HashMap<*const SetCondition, (usize, i64)> = HashMap::new();
     let mut segment = 0_usize;
+    let always = VerdictWord::always();
     for &node in order {
         let Node::System(index) = nodes[node] else {
             segment += 1;
@@ -110,28 +114,31 @@ pub(crate) fn place_set_conditions(
         };
         let slot = &mut slots[index];
         let exclusive = slot.is_exclusive();
-        let start = layout.offset(node) + slot.own_condition_ticks();
+        // Where this slot's set conditions start: after its own, before its system (for an
+        // exclusive slot the offset is 0 and no member's shift comes from here).
+        let start = layout.offset(node) as i64 - slot.sum_set_condition_ticks() as i64;
         let mut at = start;
         for used in &mut slot.set_conditions {
             let (first_segment, first_at) =
                 *first.entry(Arc::as_ptr(&used.condition)).or_insert((segment, at));
             used.shift = if first_segment == segment && !exclusive {
-                first_at as i64 - start as i64
+                first_at - start
             } else {
                 0
             };
-            at += used.condition.ticks_per_run();
+            at += used.condition.ticks_per_run() as i64;
         }
-        slot.set_condition_ticks = slot.sum_set_condition_ticks();
+        slot.condition_ticks = slot.own_condition_ticks() + slot.sum_set_condition_ticks();
+        slot.choose_gate(&always);
         if exclusive {
             segment += 1;
         }
     }
 }
 
-/// The ticks a node takes from its segment: its run conditions' and its system's; `None`
+/// The ticks a node takes from its segment: its run conditions', then its system's; `None`
 /// for exclusive nodes, which end a segment.
-fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
+fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<(u64, u64)> {
     if node.is_exclusive(slots) {
         return None;
     }
@@ -139,7 +146,10 @@ fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<u64> {
         unreachable!("sync points are exclusive")
     };
     let slot = &slots[index];
-    Some(slot.own_condition_ticks() + slot.sum_set_condition_ticks() + slot.system.ticks_per_run())
+    Some((
+        slot.own_condition_ticks() + slot.sum_set_condition_ticks(),
+        slot.system.ticks_per_run(),
+    ))
 }
 
 #[cfg(all(test, not(loom)))]
