@@ -102,7 +102,10 @@ fn a_conflict_with_the_systems_other_parameters_is_refused_naming_both() {
         (init_panic(&mut world, set_first), &query, &query_mut),
         (init_panic(&mut world, set_last), &query_mut, &query),
     ] {
-        assert!(message.starts_with("system `param_set::"), "{message}");
+        assert!(
+            message.starts_with(&format!("system `{}::", module_path!())),
+            "{message}"
+        );
         assert!(
             message.contains(&format!(
                 "parameter `{param}` conflicts with parameter `{other}` on `Health`"
@@ -259,7 +262,10 @@ fn a_missing_resource_member_panics_when_fetched_naming_the_system() {
     schedule.add_systems(lazy);
     let err = catch_unwind(AssertUnwindSafe(|| schedule.run(&mut world))).unwrap_err();
     let message = err.downcast_ref::<String>().unwrap();
-    assert!(message.contains("system `param_set::"), "{message}");
+    assert!(
+        message.contains(&format!("system `{}::", module_path!())),
+        "{message}"
+    );
     assert!(message.contains("lazy"), "{message}");
     assert!(message.contains("Missing"), "{message}");
 }

@@ -248,7 +248,10 @@ fn unfiltered_conflicting_queries_are_told_which_without_to_add() {
     fn bare(_a: Query<&mut Position>, _b: Query<&Position>) {}
     let message = system_panic(|s| s.add_systems(bare));
     assert!(
-        message.starts_with("system `schedule::unfiltered_conflicting_queries_are_told_which_without_to_add::bare`: parameter `"),
+        message.starts_with(&format!(
+            "system `{}::unfiltered_conflicting_queries_are_told_which_without_to_add::bare`: parameter `",
+            module_path!()
+        )),
         "{message}"
     );
     assert!(message.contains("conflicts with parameter `"), "{message}");
