@@ -103,9 +103,17 @@ fn run_sequence(seed: u64, steps: usize) {
     harness.finish();
 }
 
-/// `(seeds, steps per seed)`: several thousand steps normally, a small sample under Miri.
+/// `(seeds, steps per seed)`: several thousand steps normally, a small sample under Miri,
+/// a quarter of the seeds under the sanitizers (`.ci/run` sets `--cfg tabula_sanitizer`),
+/// which look for memory and thread errors that every kind of step meets in any seed.
 fn size() -> (u64, usize) {
-    if cfg!(miri) { (2, 40) } else { (40, 150) }
+    if cfg!(miri) {
+        (2, 40)
+    } else if cfg!(tabula_sanitizer) {
+        (10, 150)
+    } else {
+        (40, 150)
+    }
 }
 
 #[test]

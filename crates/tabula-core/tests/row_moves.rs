@@ -302,8 +302,16 @@ fn run<T: Val>(seed: u64, steps: usize) {
 }
 
 /// Steps per sequence, and the sequences' seeds: under Miri, one short sequence per type
-/// (about a minute for all of them), which still moves every kind of row.
-const STEPS: usize = if cfg!(miri) { 30 } else { 1500 };
+/// (about a minute for all of them), which still moves every kind of row; under the
+/// sanitizers (`--cfg tabula_sanitizer`), which look for memory errors every kind of move
+/// meets, a third of the steps.
+const STEPS: usize = if cfg!(miri) {
+    30
+} else if cfg!(tabula_sanitizer) {
+    500
+} else {
+    1500
+};
 const SEEDS: &[u64] = if cfg!(miri) {
     &[3]
 } else {

@@ -618,8 +618,16 @@ fn random_run(seed: u64, steps: usize) -> (Vec<Entity>, Vec<Vec<Entity>>) {
 }
 
 /// Steps of each random run. Each step is checked in full, which dominates (0.7 s a step
-/// under Miri): Miri runs a short sequence of one seed.
-const STEPS: usize = if cfg!(miri) { 12 } else { 2_000 };
+/// under Miri): Miri runs a short sequence of one seed. The sanitizers (`.ci/run` sets
+/// `--cfg tabula_sanitizer`), which look for memory errors that every kind of step meets,
+/// run a quarter of the steps.
+const STEPS: usize = if cfg!(miri) {
+    12
+} else if cfg!(tabula_sanitizer) {
+    500
+} else {
+    2_000
+};
 const SEEDS: &[u64] = if cfg!(miri) {
     &[1]
 } else {
