@@ -176,8 +176,12 @@ fn run(seed: u64, threads: usize, frames: usize) -> (Snapshot, Vec<String>) {
 
 #[test]
 fn random_command_schedules_give_the_same_world_with_one_thread_and_four() {
+    // Under the sanitizers (`.ci/run` sets `--cfg tabula_sanitizer`), a quarter of the
+    // schedules: they look for memory and thread errors, which every kind of command meets
+    // in a few.
+    let seeds: u64 = if cfg!(tabula_sanitizer) { 10 } else { 40 };
     let mut churned = 0;
-    for seed in 0..40 {
+    for seed in 0..seeds {
         let (one, one_errors) = run(seed, 1, 6);
         let (four, four_errors) = run(seed, 4, 6);
         assert!(one == four, "schedule {seed}: one thread and four threads differ");
@@ -187,9 +191,12 @@ fn random_command_schedules_give_the_same_world_with_one_thread_and_four() {
         );
         let (again, _) = run(seed, 4, 6);
         assert!(four == again, "schedule {seed}: two four-thread runs differ");
-        churned += usize::from(one.len() != 800);
+        churned += u64::from(one.len() != 800);
     }
-    assert!(churned > 20, "most schedules spawn or despawn: {churned} of 40");
+    assert!(
+        churned > seeds / 2,
+        "most schedules spawn or despawn: {churned} of {seeds}"
+    );
 }
 
 /// The same as [`churn`], timed: sleeps so that two such systems, if run at once, overlap.
