@@ -12,7 +12,7 @@ use tabula_core::{
     ParallelCommandQueue, World,
 };
 
-mod common;
+use crate::common;
 use common::Rng;
 
 /// Three component types, hooked; `D` has no hook.

@@ -7,7 +7,7 @@
 
 use tabula_core::{CommandQueue, Commands, Entity, EventCursor, Parent, World};
 
-mod common;
+use crate::common;
 use common::{Storage, per_storage};
 
 #[derive(Debug, PartialEq)]
