@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use tabula_core::query::BatchSize;
 use tabula_core::{Added, Changed, Entity, QueryState, Ref, With, Without, World};
 
-use crate::common;
+mod common;
 use common::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tabula::prelude::*;
 use tabula::{BatchSize, QueryError, Related, View};
 
-use crate::common;
+mod common;
 use common::{Storage, per_storage};
 
 #[derive(Debug, PartialEq, Clone, Copy)]

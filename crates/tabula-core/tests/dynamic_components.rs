@@ -8,7 +8,7 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::common;
+mod common;
 
 use tabula_core::{
     Allow, Changed, ComponentDescriptor, ComponentId, DescriptorError, Disabled, DynamicQuery,

@@ -3,7 +3,7 @@
 //! the component in either storage, as the typed query over the same world does. Small
 //! worlds, so that Miri runs the file in seconds over the by-id fetches' unsafe code.
 
-use crate::common;
+mod common;
 
 use common::{Storage, per_storage};
 use tabula_core::{Added, Changed, ComponentId, DynamicQuery, Entity, World};

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tabula::prelude::*;
 use tabula::{CommandError, CommandQueue, EntityStateError, QueryState};
 
-use crate::common;
+mod common;
 use common::Rng;
 use common::{Storage, per_storage};
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tabula_core::{Added, Changed, Entity, Or, World};
 
-use crate::common;
+mod common;
 use common::{Storage, per_storage};
 
 #[derive(Debug)]

@@ -4,14 +4,13 @@
 //! in full after every step.
 //!
 //! A failure names its seed and step; rerun one sequence with
-//! `TABULA_HIERARCHY_SEED=<seed> cargo test -p tabula-core --test integration
-//! hierarchy_matches_reference_model`.
+//! `TABULA_HIERARCHY_SEED=<seed> cargo test --test hierarchy_model`.
 
 use std::collections::BTreeMap;
 
 use tabula_core::{Children, Entity, EntityError, HierarchyError, Parent, World};
 
-use crate::common;
+mod common;
 use common::Rng;
 
 /// The reference: every live entity with its parent and its children in attach order.

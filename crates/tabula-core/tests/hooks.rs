@@ -12,7 +12,7 @@ use tabula_core::{
     ParallelCommandQueue, World,
 };
 
-use crate::common;
+mod common;
 use common::Rng;
 
 /// Three component types, hooked; `D` has no hook.

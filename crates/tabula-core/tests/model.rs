@@ -18,8 +18,7 @@
 //! steps. Every sequence clears its populated world once, at its midpoint.
 //!
 //! A failure names its seed and step; rerun that sequence alone with
-//! `TABULA_MODEL_SEED=<seed> cargo test -p tabula-core --test integration
-//! world_matches_reference_model`.
+//! `TABULA_MODEL_SEED=<seed> cargo test -p tabula-core --test model`.
 
 use tabula_check::{Harness, KINDS, Op, PAR_QUERY, QUERIES, Rng, direct_op, reaction_op};
 use tabula_core::World;

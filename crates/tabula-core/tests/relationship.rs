@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use tabula_core::{Entity, Parent, Relationship, RelationshipTarget, World};
 
-use crate::common;
+mod common;
 use common::Rng;
 
 /// Docked in a carrier: despawning the carrier despawns what is docked (linked).

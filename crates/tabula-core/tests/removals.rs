@@ -7,7 +7,7 @@
 
 use tabula_core::{CommandQueue, Commands, Entity, EventCursor, Parent, World};
 
-use crate::common;
+mod common;
 use common::{Storage, per_storage};
 
 #[derive(Debug, PartialEq)]

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use tabula_core::{Changed, Entity, QueryState, World};
 
-use crate::common;
+mod common;
 use common::Rng;
 
 /// A component whose value can be made from a number and checked.

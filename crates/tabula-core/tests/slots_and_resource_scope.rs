@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use tabula_core::{Entity, EntityError, World};
 
-use crate::common;
+mod common;
 use common::{MAX_GENERATION, forge};
 
 #[derive(Debug, PartialEq)]

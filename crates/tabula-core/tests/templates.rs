@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tabula::prelude::*;
 use tabula::{CommandError, CommandQueue, HookKind, ParallelCommandQueue, TemplateError};
 
-use crate::common;
+mod common;
 
 #[derive(Clone, Debug, PartialEq)]
 struct Hull(u32);

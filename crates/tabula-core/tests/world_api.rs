@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tabula_core::{ArchetypeId, Changed, Entity, EntityError, QueryError, World};
 
-use crate::common;
+mod common;
 use common::{Storage, per_storage};
 
 #[derive(Debug, PartialEq, Clone, Copy)]

@@ -1,7 +1,7 @@
 //! World tags over many worlds: live worlds never share one while 256 or fewer are alive,
 //! dropped worlds' tags are reused least recently released first, and past 256 live worlds
-//! tags are shared (with a `tracing` warning). One test function in a binary of its own, so
-//! that no other test makes worlds meanwhile.
+//! tags are shared (with a `tracing` warning). One test function, so that no other test of
+//! this binary makes worlds meanwhile.
 
 use std::collections::HashSet;
 

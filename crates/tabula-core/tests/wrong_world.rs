@@ -8,7 +8,7 @@
 use tabula_core::query::QueryError;
 use tabula_core::{CommandError, CommandQueue, Commands, Entity, EntityError, HierarchyError, World};
 
-use crate::common;
+mod common;
 use common::{Storage, per_storage};
 
 #[derive(Debug, PartialEq)]
