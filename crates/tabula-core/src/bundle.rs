@@ -155,6 +155,12 @@ impl<T: DerivedBundle> sealed::BundleStorage for T {
     }
 
     #[inline]
+    unsafe fn refill_at(table: &mut Table, columns: &[u32], row: usize, last: usize) {
+        // SAFETY: the caller's contract, for the same fields in the same order.
+        unsafe { T::Tuple::refill_at(table, columns, row, last) }
+    }
+
+    #[inline]
     fn has_type(type_id: TypeId) -> bool {
         T::Tuple::has_type(type_id)
     }
@@ -354,6 +360,16 @@ pub(crate) mod sealed {
         /// holds initialised values in them; each is read exactly once, and the caller treats
         /// the slots as empty afterwards (never reads or drops them again).
         unsafe fn take_at(table: &Table, columns: &[u32], row: usize) -> Self;
+
+        /// Moves the fields at row `last` into `row`, typed: the value half of a
+        /// swap-remove whose `row` was read out by [`take_at`](Self::take_at).
+        ///
+        /// # Safety
+        /// `columns[i]` is a column of `table` storing field `i`'s type, all distinct;
+        /// `row <= last < capacity`; `last` holds initialised values, which the caller then
+        /// treats as moved out of `last`; the slots at `row` are owned by nobody (overwritten;
+        /// for `row == last` a copy onto itself).
+        unsafe fn refill_at(table: &mut Table, columns: &[u32], row: usize, last: usize);
 
         /// Whether some field is of type `type_id`. For a `TypeId::of` constant this folds to
         /// a constant once inlined.
@@ -644,6 +660,20 @@ macro_rules! tuple_bundle {
                         table.column_unchecked(column).data_ptr().cast::<$name>().add(row).read()
                     },
                 )*)
+            }
+
+            #[inline]
+            unsafe fn refill_at(table: &mut Table, columns: &[u32], row: usize, last: usize) {
+                debug_assert_eq!(columns.len(), <[usize]>::len(&[$($index),*]));
+                $(
+                    // SAFETY: `columns` names field `i`'s column; `row` and `last` are in
+                    // bounds and `ptr::copy` allows them to be equal (the caller's contract).
+                    unsafe {
+                        let column = *columns.get_unchecked($index) as usize;
+                        let values = table.column_unchecked_mut(column).data_ptr().cast::<$name>();
+                        std::ptr::copy(values.add(last), values.add(row), 1);
+                    }
+                )*
             }
         }
     };

@@ -900,6 +900,87 @@ fn cached_one_entity_moves_still_see_later_hooks_logs_and_dead_entities() {
     }
 }
 
+/// Once the one-entity caches are warm, every case of the cached path gives what the
+/// general path gives: a replaced value (dropped once), a value for an entity whose index is
+/// past every earlier one, a set that must grow, and removals from the middle, the end and
+/// the only row of the set (values of a drop type, so that a lost or doubled move shows).
+#[test]
+fn warm_one_entity_moves_replace_grow_and_swap_remove_as_the_general_path() {
+    for storage in BOTH {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counted = |tag: u64| Counted(Arc::clone(&drops), tag);
+        let mut world = world_with::<Counted>(storage);
+        let mut entities: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i),))).collect();
+        for round in 0..2 {
+            for &e in &entities {
+                world.insert_one(e, counted(round)).unwrap();
+            }
+            for &e in &entities {
+                assert_eq!(
+                    world.remove_one::<Counted>(e).map(|c| c.1),
+                    Ok(round),
+                    "{storage:?}"
+                );
+            }
+        }
+        assert_eq!(drops.load(Ordering::Relaxed), 6, "{storage:?}");
+
+        // A replaced value: the old one is dropped once, the new one kept.
+        world.insert_one(entities[0], counted(10)).unwrap();
+        world.insert_one(entities[0], counted(11)).unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 7, "{storage:?}");
+        assert_eq!(
+            world.get::<Counted>(entities[0]).map(|c| c.1),
+            Ok(11),
+            "{storage:?}"
+        );
+        // Entities whose indices lie past all earlier ones, and more values than the set
+        // had room for.
+        let n = if cfg!(miri) { 12 } else { 100 };
+        entities.extend((3..n).map(|i| world.spawn((Pos(i),))));
+        for (i, &e) in entities.iter().enumerate().skip(1) {
+            world.insert_one(e, counted(100 + i as u64)).unwrap();
+        }
+        // Removals from the middle, then the last row, then down to the only one.
+        let middle = entities[n as usize / 2];
+        assert_eq!(
+            world.remove_one::<Counted>(middle).map(|c| c.1),
+            Ok(100 + n as u64 / 2),
+            "{storage:?}"
+        );
+        let last = *entities.last().unwrap();
+        assert_eq!(
+            world.remove_one::<Counted>(last).map(|c| c.1),
+            Ok(100 + n as u64 - 1),
+            "{storage:?}"
+        );
+        for (i, &e) in entities.iter().enumerate() {
+            let expected = match i {
+                0 => Some(11),
+                _ if e == middle || e == last => None,
+                _ => Some(100 + i as u64),
+            };
+            assert_eq!(
+                world.get::<Counted>(e).ok().map(|c| c.1),
+                expected,
+                "{storage:?} {i}"
+            );
+            assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as u32)), "{storage:?}");
+        }
+        for &e in &entities[1..] {
+            let _ = world.remove_one::<Counted>(e);
+        }
+        assert_eq!(
+            world.remove_one::<Counted>(entities[0]).map(|c| c.1),
+            Ok(11),
+            "{storage:?}"
+        );
+        assert!(world.remove_one::<Counted>(entities[0]).is_err(), "{storage:?}");
+        // Every value made was dropped exactly once: 6 + 2 + (n - 1).
+        assert_eq!(drops.load(Ordering::Relaxed), 8 + n as usize - 1, "{storage:?}");
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct DockedIn(Entity);
 #[derive(Debug)]

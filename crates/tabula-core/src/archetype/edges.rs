@@ -188,8 +188,8 @@ impl Archetypes {
     /// Makes bundle type `B`, one sparse `component`, the [`recent`](Self::recent) move of
     /// its kind: its entry's source is [`ArchetypeId::ABSENT`], which no live entity's
     /// location names, so no move takes `component` for an edge; a one-entity insert or
-    /// removal of `B` whose inline table path misses finds the entry and goes to the set
-    /// without the general path's lookups (see `World::recent_sparse`).
+    /// removal of `B` whose table entry misses finds the entry and goes to the set without
+    /// the general path's lookups (see `World::cached_move`).
     #[inline]
     pub(crate) fn remember_sparse<B: Bundle>(&mut self, remove: bool, component: ComponentId) {
         self.set_recent::<B>(remove, ArchetypeId::ABSENT, component.index() as u32);

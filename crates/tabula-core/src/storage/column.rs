@@ -541,12 +541,33 @@ impl Column {
     /// (it is overwritten).
     #[inline(always)]
     pub(crate) unsafe fn refill(&mut self, row: usize, last: usize) {
+        // SAFETY: the caller's contract, which covers both halves.
+        unsafe {
+            self.refill_ticks(row, last);
+            self.refill_values(row, last);
+        }
+    }
+
+    /// The ticks half of [`refill`](Self::refill): copies `last`'s ticks onto `row`'s.
+    ///
+    /// # Safety
+    /// `row <= last < capacity`, and `last`'s ticks are written.
+    #[inline(always)]
+    pub(crate) unsafe fn refill_ticks(&mut self, row: usize, last: usize) {
         let ticks = self.ticks.as_ptr();
-        // SAFETY: in-bounds rows of this column's arrays (the caller's contract); for
+        // SAFETY: in-bounds rows of this column's tick array (the caller's contract); for
         // `row == last` the same slot.
         unsafe { *ticks.add(row) = *ticks.add(last) };
+    }
+
+    /// The values half of [`refill`](Self::refill), by the column's run-time size.
+    ///
+    /// # Safety
+    /// As for `refill`.
+    #[inline(always)]
+    pub(crate) unsafe fn refill_values(&mut self, row: usize, last: usize) {
         let (size, data) = (self.item.size(), self.data.as_ptr());
-        // SAFETY: as above.
+        // SAFETY: in-bounds rows (the caller's contract); `move_sized` allows `row == last`.
         unsafe { move_sized(data, size, row, last, None) };
     }
 

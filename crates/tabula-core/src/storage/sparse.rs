@@ -115,6 +115,25 @@ impl SparseSet {
         row
     }
 
+    /// [`push_uninit`](Self::push_uninit) when it needs no growing and no entity of
+    /// `entity`'s index holds the component: the new row, or `None` with nothing done. No
+    /// call, so that the one-entity insert's common case saves no registers.
+    ///
+    /// # Safety
+    /// As for `push_uninit`, when it returns a row.
+    #[inline(always)]
+    pub(crate) unsafe fn push_uninit_in_room(&mut self, entity: Entity) -> Option<usize> {
+        let row = self.dense.len();
+        let slot = self.sparse.get_mut(entity.index() as usize)?;
+        if *slot != 0 || !self.dense.has_room() {
+            return None;
+        }
+        *slot = u32::try_from(row + 1).ok()?;
+        // SAFETY: the table has room; the caller's contract is passed on.
+        unsafe { self.dense.push_uninit_in_room(entity) };
+        Some(row)
+    }
+
     /// Makes the `sparse` array cover entity index `index` (empty slots), at least doubling
     /// it, so that a run of pushes for rising indices grows it a logarithmic number of times.
     #[cold]
@@ -152,9 +171,30 @@ impl SparseSet {
     ///
     /// # Safety
     /// `row < len`, and its value was read out (it is not dropped here).
-    // Always inlined: the body of the one-field removal's fast path.
     #[inline(always)]
     pub(crate) unsafe fn swap_remove_taken(&mut self, row: usize) {
+        // SAFETY: the caller's contract; `refill_values` moves the value by the column's size.
+        unsafe {
+            self.swap_remove_filling(row, |table, row, last| {
+                table.column_unchecked_mut(0).refill_values(row, last)
+            })
+        }
+    }
+
+    /// [`swap_remove_taken`](Self::swap_remove_taken) with the value moved by `fill`, which
+    /// gets the dense table, `row` and the last row, and must move the value at the last row
+    /// into `row` (nothing else; `row == last` is possible, then a copy onto itself or
+    /// nothing). A typed `fill` copies without the column's dispatch on the value size.
+    ///
+    /// # Safety
+    /// As for `swap_remove_taken`; `fill` does what is said above and does not panic.
+    // Always inlined: the body of the one-field removal's fast path.
+    #[inline(always)]
+    pub(crate) unsafe fn swap_remove_filling(
+        &mut self,
+        row: usize,
+        fill: impl FnOnce(&mut Table, usize, usize),
+    ) {
         let entities = self.dense.entities();
         let last = entities.len() - 1;
         // SAFETY: `row <= last < len` (the caller's contract); every dense entity has a
@@ -170,7 +210,8 @@ impl SparseSet {
         // by nobody (the caller moved it out); for `row == last` the copy is onto itself.
         // Then row `last` holds a value moved to `row`, which the shortened table forgets.
         unsafe {
-            self.dense.column_unchecked_mut(0).refill(row, last);
+            self.dense.column_unchecked_mut(0).refill_ticks(row, last);
+            fill(&mut self.dense, row, last);
             self.dense.forget_last_row(row);
         }
     }

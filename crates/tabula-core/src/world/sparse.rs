@@ -172,16 +172,65 @@ impl World {
     ) {
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
-            // The next one-entity insert of `B` comes straight to the set (`recent_sparse`).
+            // The next one-entity insert of `B` comes straight to the set
+            // (`World::cached_move`, `insert_sparse_recent`).
             self.archetypes.remember_sparse::<B>(false, component);
             return self.insert_one_sparse::<B, APPLY>(entity, component, bundle);
         }
         self.insert_sparse_mixed::<B, APPLY>(entity, id, bundle);
     }
 
+    /// A one-entity insert of one-field bundle `B`, whose field is sparse `component`, into
+    /// live `entity`, with no upkeep due: where the inline path of `insert` goes once the
+    /// world's recent entry names `B` as sparse. Out of line, so that the table path keeps
+    /// its registers. The common case (no hooks, a value new to the entity, room in the set)
+    /// makes no call, so the function saves no registers; the rest goes to
+    /// [`insert_one_sparse`](Self::insert_one_sparse).
+    #[inline(never)]
+    pub(super) fn insert_sparse_recent<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+        bundle: B,
+    ) {
+        if !self.components.info(component).has_hooks(u8::MAX) {
+            let set = self
+                .sparse
+                .get_mut(component)
+                .expect("the bundle's one field is sparse");
+            // SAFETY: the row is written at once, and nothing in between can panic.
+            if let Some(row) = unsafe { set.push_uninit_in_room(entity) } {
+                let tick = super::tick_now(&mut self.change_tick);
+                // SAFETY: the set's one column (index 0) stores the bundle's one field, and
+                // `row` was just pushed, uninitialised.
+                unsafe { bundle.write_new(set.table_mut(), &[0], row, tick) };
+                return;
+            }
+        }
+        self.insert_sparse_unusual(entity, component, bundle);
+    }
+
+    /// The rest of [`insert_sparse_recent`](Self::insert_sparse_recent).
+    #[cold]
+    #[inline(never)]
+    fn insert_sparse_unusual<B: Bundle>(&mut self, entity: Entity, component: ComponentId, bundle: B) {
+        self.insert_one_sparse::<B, true>(entity, component, bundle);
+    }
+
+    /// [`insert_sparse_recent`](Self::insert_sparse_recent) for `remove`: the common case
+    /// (no hooks, no removal log, the entity holds the component) makes no call.
+    #[inline(never)]
+    pub(super) fn remove_sparse_recent<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        component: ComponentId,
+    ) -> Result<B, EntityError> {
+        self.remove_one_sparse::<B, true>(entity, component)
+    }
+
     /// [`insert_with_sparse`](Self::insert_with_sparse) of one-field bundle `B` of sparse
-    /// `component` into live `entity`, with nothing to flush: also where `insert_missed`
-    /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
+    /// `component` into live `entity`, with nothing to flush: also the rest of
+    /// [`insert_sparse_recent`](Self::insert_sparse_recent).
     #[inline(always)]
     pub(super) fn insert_one_sparse<B: Bundle, const APPLY: bool>(
         &mut self,
@@ -328,7 +377,8 @@ impl World {
     ) -> Result<B, EntityError> {
         if B::FIELDS == 1 {
             let component = self.bundles.infos[id].fields[0];
-            // The next one-entity removal of `B` comes straight to the set (`recent_sparse`).
+            // The next one-entity removal of `B` comes straight to the set
+            // (`World::cached_move`, `remove_sparse_recent`).
             self.archetypes.remember_sparse::<B>(true, component);
             return self.remove_one_sparse::<B, HOOKS>(entity, component);
         }
@@ -336,8 +386,8 @@ impl World {
     }
 
     /// [`remove_with_sparse`](Self::remove_with_sparse) of one-field bundle `B` of sparse
-    /// `component` from live `entity`, with nothing to flush: also where `remove_missed`
-    /// comes first once the world's recent-move cache names `B` (`World::recent_sparse`).
+    /// `component` from live `entity`, with nothing to flush: also where
+    /// [`remove_sparse_recent`](Self::remove_sparse_recent) goes.
     #[inline(always)]
     pub(super) fn remove_one_sparse<B: Bundle, const HOOKS: bool>(
         &mut self,
@@ -621,7 +671,9 @@ pub(super) fn take_sparse_value<B: Bundle>(set: &mut SparseSet, entity: Entity) 
     // forgets the row.
     Some(unsafe {
         let removed = B::take_at(set.table(), &[0], row);
-        set.swap_remove_taken(row);
+        // Typed, the refill needs no dispatch on the value size (about 13 instructions less
+        // per one-entity removal).
+        set.swap_remove_filling(row, |table, row, last| B::refill_at(table, &[0], row, last));
         removed
     })
 }

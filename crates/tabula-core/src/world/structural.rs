@@ -109,6 +109,17 @@ impl<B: Bundle> RemoveValues for TakeBundle<B> {
     }
 }
 
+/// Where a one-entity move of a bundle goes, when the world's caches know
+/// (`World::cached_move`).
+enum Cached {
+    /// Along the source archetype's cached `edge` (an index into the edges of the move's
+    /// kind), from the entity's live location.
+    Move(EntityLocation, usize),
+    /// Into (or out of) the set of this sparse component, the bundle's one field; the entity
+    /// is alive.
+    Sparse(ComponentId),
+}
+
 impl World {
     /// Adds the components of `bundle` to `entity`. Components it already has are replaced
     /// and the old values dropped.
@@ -141,7 +152,11 @@ impl World {
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         match self.try_insert_in_room(entity, bundle) {
             Ok(()) => Ok(()),
-            Err(bundle) => self.insert_missed(entity, bundle),
+            Err((bundle, Some(component))) => {
+                self.insert_sparse_recent(entity, component, bundle);
+                Ok(())
+            }
+            Err((bundle, None)) => self.insert_general::<B, true>(entity, bundle),
         }
     }
 
@@ -152,15 +167,18 @@ impl World {
         !self.entities.needs_flush() & (*self.change_tick.get_mut() < self.next_check_tick)
     }
 
-    /// `entity`'s location and the edge for inserting (or, with `remove`, removing) `B` from
-    /// its archetype, when the edge is cached: in the world's entry for the last move of
-    /// `B` ([`Archetypes::recent`](crate::archetype::Archetypes::recent)), else in the
-    /// source archetype's own entry, which then becomes the world's. `None` when the entity
-    /// is not alive or the edge is not cached there. The edge returned is
-    /// `location.archetype`'s edge of that kind for `B`: the source's cache holds only its
-    /// own edges, and the world's entry only its source's (the `RecentMove` invariant).
+    /// Where a one-entity insert (or, with `remove`, removal) of `B` goes when the cache
+    /// knows: [`Cached::Move`] with `entity`'s location and the edge for `B` from its
+    /// archetype, when the edge is cached in the world's entry for the last move of `B`
+    /// ([`Archetypes::recent`](crate::archetype::Archetypes::recent)), else in the source
+    /// archetype's own entry, which then becomes the world's; [`Cached::Sparse`] when the
+    /// world's entry names `B` as one sparse component (`Archetypes::remember_sparse`) and
+    /// `entity` is alive. `None` when the entity is not alive or nothing is cached. The edge
+    /// returned is `location.archetype`'s edge of that kind for `B`: the source's cache holds
+    /// only its own edges, and the world's entry only its source's (the `RecentMove`
+    /// invariant).
     #[inline(always)]
-    fn cached_move<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<(EntityLocation, usize)> {
+    fn cached_move<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<Cached> {
         // Read before the slot, so that the source taken from it below does not wait for the
         // slot (see `Archetypes::recent`).
         let recent = self.archetypes.recent::<B>(remove);
@@ -171,6 +189,14 @@ impl World {
                 // from it then depend on the world, not on the slot.
                 location.archetype = source;
                 edge
+            }
+            // The sparse entry, tested once the table entry missed: the one-entity sparse
+            // paths then skip the edge lookup that must miss and a second liveness test
+            // out of line (`add_remove`'s `tabula_sparse`, 10k inserts and removals: with
+            // the leaner set paths, 2.70M → 2.05M instructions; the table loop's code
+            // shifts by a few spills, 2.78M → 2.84M).
+            Some((ArchetypeId::ABSENT, component)) if B::FIELDS == 1 => {
+                return Some(Cached::Sparse(ComponentId::from_index(component)));
             }
             _ => {
                 // SAFETY: a live entity's location names an existing archetype.
@@ -184,58 +210,26 @@ impl World {
                 edge
             }
         };
-        Some((location, edge))
-    }
-
-    /// Where [`insert`](Self::insert) goes when its inline path does not apply: a cached
-    /// sparse insert, else [`insert_general`](Self::insert_general). A small function of
-    /// its own, so that the sparse path does not pay the general path's register saves.
-    /// The cached sparse path takes 10k sparse inserts and removals (`add_remove`'s
-    /// `tabula_sparse`) from 2.86M to 2.54M instructions; the table loop is unchanged.
-    #[inline(never)]
-    fn insert_missed<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
-        if let Some(component) = self.recent_sparse::<B>(false, entity) {
-            self.insert_one_sparse::<B, true>(entity, component, bundle);
-            return Ok(());
-        }
-        self.insert_general::<B, true>(entity, bundle)
-    }
-
-    /// [`insert_missed`](Self::insert_missed) for [`remove`](Self::remove).
-    #[inline(never)]
-    fn remove_missed<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
-        if let Some(component) = self.recent_sparse::<B>(true, entity) {
-            return self.remove_one_sparse::<B, true>(entity, component);
-        }
-        self.remove_general::<B, true>(entity)
-    }
-
-    /// The sparse component that one-field bundle type `B` is, when the world's recent
-    /// move of kind `remove` names it ([`remember_sparse`](crate::archetype::Archetypes::remember_sparse)),
-    /// `entity` is alive and no upkeep is due: then the general paths go straight to the
-    /// set. (Tested there, not in the inline table path, whose code it would change: the
-    /// table `add_remove` loop took 13-20% more instructions with the test inline.)
-    #[inline(always)]
-    fn recent_sparse<B: Bundle>(&mut self, remove: bool, entity: Entity) -> Option<ComponentId> {
-        if B::FIELDS != 1 {
-            return None;
-        }
-        let (ArchetypeId::ABSENT, component) = self.archetypes.recent::<B>(remove)? else {
-            return None;
-        };
-        (self.no_upkeep_due() && self.entities.get(entity).is_some())
-            .then(|| ComponentId::from_index(component))
+        Some(Cached::Move(location, edge))
     }
 
     /// The call-free common case of [`insert`](Self::insert); hands the bundle back when the
-    /// case does not apply (the entity may also be dead: the general path says so).
+    /// case does not apply, with the sparse component `B` is when the world's recent entry
+    /// says so and the entity is alive (else the entity may also be dead: the general path
+    /// says so).
     #[inline(always)]
-    fn try_insert_in_room<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), B> {
+    fn try_insert_in_room<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        bundle: B,
+    ) -> Result<(), (B, Option<ComponentId>)> {
         if !self.no_upkeep_due() {
-            return Err(bundle);
+            return Err((bundle, None));
         }
-        let Some((location, edge)) = self.cached_move::<B>(false, entity) else {
-            return Err(bundle);
+        let (location, edge) = match self.cached_move::<B>(false, entity) {
+            Some(Cached::Move(location, edge)) => (location, edge),
+            Some(Cached::Sparse(component)) => return Err((bundle, Some(component))),
+            None => return Err((bundle, None)),
         };
         // SAFETY: a cached edge exists (edges are never removed), and so does its target.
         // `inline_target` is the source for a self-edge and for an edge whose bundle has
@@ -249,7 +243,7 @@ impl World {
                     .has_room()
         };
         if !room {
-            return Err(bundle);
+            return Err((bundle, None));
         }
         let tick = super::tick_now(&mut self.change_tick);
         // SAFETY: the edge is `location.archetype`'s edge for `B` and leads elsewhere, to a
@@ -435,21 +429,28 @@ impl World {
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         // A bundle with a hooked component never takes the fast path (its edge is `unusual`).
         match self.try_remove_in_room::<B>(entity) {
-            Some(removed) => Ok(removed),
-            None => self.remove_missed::<B>(entity),
+            Ok(removed) => Ok(removed),
+            Err(Some(component)) => self.remove_sparse_recent::<B>(entity, component),
+            Err(None) => self.remove_general::<B, true>(entity),
         }
     }
 
     /// The call-free common case of [`remove`](Self::remove): nothing to flush or
     /// clamp, a bundle with fields, the source archetype's cached edge, no missing
-    /// component and no logged removal, and a target table with room. `None` when the case
-    /// does not apply (the entity may also be dead: the general path says so).
+    /// component and no logged removal, and a target table with room. An error when the
+    /// case does not apply: the sparse component `B` is when the world's recent entry says
+    /// so and the entity is alive, else `None` (the entity may also be dead: the general
+    /// path says so).
     #[inline(always)]
-    fn try_remove_in_room<B: Bundle>(&mut self, entity: Entity) -> Option<B> {
+    fn try_remove_in_room<B: Bundle>(&mut self, entity: Entity) -> Result<B, Option<ComponentId>> {
         if B::FIELDS == 0 || !self.no_upkeep_due() {
-            return None;
+            return Err(None);
         }
-        let (location, edge) = self.cached_move::<B>(true, entity)?;
+        let (location, edge) = match self.cached_move::<B>(true, entity) {
+            Some(Cached::Move(location, edge)) => (location, edge),
+            Some(Cached::Sparse(component)) => return Err(Some(component)),
+            None => return Err(None),
+        };
         // SAFETY: a cached edge exists (edges are never removed), and so does its target.
         let room = unsafe {
             let edge = self.archetypes.remove_edges.get_unchecked(edge);
@@ -460,12 +461,12 @@ impl World {
                     .has_room()
         };
         if !room {
-            return None;
+            return Err(None);
         }
         let now = super::tick_now(&mut self.change_tick);
         // SAFETY: the edge is `location.archetype`'s edge for `B`, which has fields and none
         // missing, so it leads elsewhere (`RemoveEdge` invariant), to a table with room.
-        Some(unsafe { self.remove_moving(entity, location, edge, now, true, TakeBundle::<B>(PhantomData)) })
+        Ok(unsafe { self.remove_moving(entity, location, edge, now, true, TakeBundle::<B>(PhantomData)) })
     }
 
     /// Every removal [`try_remove_in_room`](Self::try_remove_in_room) leaves. Out of line,
