@@ -71,12 +71,9 @@ pub(crate) struct SystemSlot {
     pub(crate) conditions: Vec<BoxedCondition>,
     /// The run conditions of the sets it is in, shared with the sets' other systems.
     pub(crate) set_conditions: Vec<SetConditionUse>,
-    /// The ticks all its run conditions take (its own and its sets'), which come just
-    /// before the system's own tick; kept for the run (set when the schedule is built: see
-    /// `ticks.rs`).
-    pub(crate) condition_ticks: u64,
     /// The verdict the slot reads before its system runs: while it allows, the system runs
-    /// without evaluating anything (see [`conditions_allow`]); set with `condition_ticks`.
+    /// without evaluating anything (see [`conditions_allow`]); set when the schedule is
+    /// built (see `ticks.rs`).
     pub(crate) gate: VerdictWord,
     /// The system's access plus its conditions'.
     pub(crate) access: SystemAccess,
@@ -94,7 +91,6 @@ impl SystemSlot {
             system,
             conditions,
             set_conditions: Vec::new(),
-            condition_ticks: 0,
             gate: VerdictWord::never(),
             access,
             is_apply_deferred,
@@ -123,6 +119,12 @@ impl SystemSlot {
             .iter()
             .map(|c| c.condition.ticks_per_run())
             .sum()
+    }
+
+    /// The ticks all its run conditions take (its own, then its sets'), which come just
+    /// before the system's own tick.
+    pub(crate) fn condition_ticks(&self) -> u64 {
+        self.own_condition_ticks() + self.sum_set_condition_ticks()
     }
 
     /// Chooses [`gate`](Self::gate) from the slot's conditions, `always` for a slot without
@@ -319,7 +321,7 @@ pub(crate) unsafe fn conditions_allow(slot: &mut SystemSlot, world: UnsafeWorldC
 unsafe fn evaluate_conditions(slot: &mut SystemSlot, world: UnsafeWorldCell<'_>) -> bool {
     // SAFETY: structure only, to catch up with new archetypes; the caller's access covers it.
     let structure = unsafe { world.world() };
-    let mut world = world.with_earlier_run_tick(slot.condition_ticks);
+    let mut world = world.with_earlier_run_tick(slot.condition_ticks());
     let mut allowed = true;
     for condition in &mut slot.conditions {
         condition.update_archetypes(structure);

@@ -95,8 +95,8 @@ impl TickLayout {
 /// Places each system's use of a set's run condition at the tick the set's first system in
 /// `order` has for it, so that whichever member evaluates the condition runs it at that one
 /// tick (see `set_condition.rs`). A member in a later segment than the first keeps 0: the
-/// first's segment ran, and evaluated it, before its own started. Sets each slot's
-/// `condition_ticks` and `gate` for the run too.
+/// first's segment ran, and evaluated it, before its own started. Sets each slot's `gate`
+/// for the run too.
 pub(crate) fn place_set_conditions(
     slots: &mut [SystemSlot],
     nodes: &[Node],
@@ -128,7 +128,6 @@ pub(crate) fn place_set_conditions(
             };
             at += used.condition.ticks_per_run() as i64;
         }
-        slot.condition_ticks = slot.own_condition_ticks() + slot.sum_set_condition_ticks();
         slot.choose_gate(&always);
         if exclusive {
             segment += 1;
@@ -146,10 +145,7 @@ fn ticks_of(slots: &[SystemSlot], node: Node) -> Option<(u64, u64)> {
         unreachable!("sync points are exclusive")
     };
     let slot = &slots[index];
-    Some((
-        slot.own_condition_ticks() + slot.sum_set_condition_ticks(),
-        slot.system.ticks_per_run(),
-    ))
+    Some((slot.condition_ticks(), slot.system.ticks_per_run()))
 }
 
 #[cfg(all(test, not(loom)))]
