@@ -253,13 +253,7 @@ fn hierarchy_matches_reference_model() {
     }
     // Under the sanitizers (`--cfg tabula_sanitizer`), a quarter of the sequences: they look
     // for memory errors, which every kind of step meets in any sequence.
-    let (sequences, steps) = if cfg!(miri) {
-        (4, 60)
-    } else if cfg!(tabula_sanitizer) {
-        (75, 400)
-    } else {
-        (300, 400)
-    };
+    let (sequences, steps) = common::by_checker((4, 60), (75, 400), (300, 400));
     for seed in 0..sequences {
         run(seed, steps);
     }

@@ -489,13 +489,7 @@ fn world_insert(world: &mut World, e: Entity, new: Row, rng: &mut Rng) -> Result
 fn hooks_match_a_naive_model() {
     // Under the sanitizers (`--cfg tabula_sanitizer`), a quarter of the seeds: they look for
     // memory errors, which every kind of step meets in any seed.
-    let seeds = if cfg!(miri) {
-        1
-    } else if cfg!(tabula_sanitizer) {
-        6
-    } else {
-        24
-    };
+    let seeds = common::by_checker(1, 6, 24);
     let steps = if cfg!(miri) { 60 } else { 400 };
     for seed in 0..seeds {
         let mut rng = Rng(seed + 1);

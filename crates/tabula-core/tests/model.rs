@@ -20,6 +20,8 @@
 //! A failure names its seed and step; rerun that sequence alone with
 //! `TABULA_MODEL_SEED=<seed> cargo test -p tabula-core --test model`.
 
+mod common;
+
 use tabula_check::{Harness, KINDS, Op, PAR_QUERY, QUERIES, Rng, direct_op, reaction_op};
 use tabula_core::World;
 
@@ -107,13 +109,7 @@ fn run_sequence(seed: u64, steps: usize) {
 /// a quarter of the seeds under the sanitizers (`.ci/run` sets `--cfg tabula_sanitizer`),
 /// which look for memory and thread errors that every kind of step meets in any seed.
 fn size() -> (u64, usize) {
-    if cfg!(miri) {
-        (2, 40)
-    } else if cfg!(tabula_sanitizer) {
-        (10, 150)
-    } else {
-        (40, 150)
-    }
+    common::by_checker((2, 40), (10, 150), (40, 150))
 }
 
 #[test]

@@ -162,13 +162,7 @@ fn registering_after_use_panics() {
 fn random_operations_keep_both_sides_in_step() {
     // Under the sanitizers (`--cfg tabula_sanitizer`), a quarter: they look for memory
     // errors, which every kind of step meets.
-    let steps = if cfg!(miri) {
-        80
-    } else if cfg!(tabula_sanitizer) {
-        500
-    } else {
-        2_000
-    };
+    let steps = common::by_checker(80, 500, 2_000);
     let mut rng = Rng(17);
     let mut world = world();
     let mut docked: BTreeMap<Entity, Entity> = BTreeMap::new();

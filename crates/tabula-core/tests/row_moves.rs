@@ -305,13 +305,7 @@ fn run<T: Val>(seed: u64, steps: usize) {
 /// (about a minute for all of them), which still moves every kind of row; under the
 /// sanitizers (`--cfg tabula_sanitizer`), which look for memory errors every kind of move
 /// meets, a third of the steps.
-const STEPS: usize = if cfg!(miri) {
-    30
-} else if cfg!(tabula_sanitizer) {
-    500
-} else {
-    1500
-};
+const STEPS: usize = common::by_checker(30, 500, 1500);
 const SEEDS: &[u64] = if cfg!(miri) {
     &[3]
 } else {

@@ -501,13 +501,7 @@ fn check(world: &World, e: Entity, model: &ModelTemplate) -> usize {
 fn random_templates_spawn_what_a_naive_model_says() {
     // Under the sanitizers (`--cfg tabula_sanitizer`), a quarter of the seeds: they look for
     // memory errors, which every kind of template meets in any seed.
-    let seeds = if cfg!(miri) {
-        3
-    } else if cfg!(tabula_sanitizer) {
-        10
-    } else {
-        40
-    };
+    let seeds = common::by_checker(3, 10, 40);
     for seed in 0..seeds {
         let mut rng = common::Rng(seed);
         let mut pool: Vec<(Template, ModelTemplate)> = Vec::new();

@@ -51,3 +51,16 @@ pub fn forge(world: &World, index: u32, generation: u32) -> Entity {
 /// RNG of the model-based tests, `tabula-check`'s (which the model test, the fuzzer and the
 /// soak share).
 pub use tabula_check::Rng;
+
+/// One of three sizes for a randomized test, by what runs it: `miri` under Miri (which
+/// interprets, ~1000x slower), `sanitizer` under the sanitizers (`--cfg tabula_sanitizer`,
+/// several times slower), `native` otherwise.
+pub const fn by_checker<T: Copy>(miri: T, sanitizer: T, native: T) -> T {
+    if cfg!(miri) {
+        miri
+    } else if cfg!(tabula_sanitizer) {
+        sanitizer
+    } else {
+        native
+    }
+}
