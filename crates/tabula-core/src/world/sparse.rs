@@ -193,7 +193,12 @@ impl World {
         component: ComponentId,
         bundle: B,
     ) {
-        if !self.components.info(component).has_hooks(u8::MAX) {
+        let info = self.components.info(component);
+        debug_assert!(
+            info.type_id().is_some_and(B::has_type),
+            "`component` is `B`'s field"
+        );
+        if !info.has_hooks(u8::MAX) {
             let set = self
                 .sparse
                 .get_mut(component)
@@ -201,8 +206,10 @@ impl World {
             // SAFETY: the row is written at once, and nothing in between can panic.
             if let Some(row) = unsafe { set.push_uninit_in_room(entity) } {
                 let tick = super::tick_now(&mut self.change_tick);
-                // SAFETY: the set's one column (index 0) stores the bundle's one field, and
-                // `row` was just pushed, uninitialised.
+                // SAFETY: the set is `component`'s, `B`'s one field (the callers take it from
+                // the world's recent entry for `B`, whose `RecentMove` invariant says so), so
+                // its one column (index 0) stores that field's type; `row` was just pushed,
+                // uninitialised.
                 unsafe { bundle.write_new(set.table_mut(), &[0], row, tick) };
                 return;
             }
@@ -396,6 +403,10 @@ impl World {
     ) -> Result<B, EntityError> {
         debug_assert_eq!(B::FIELDS, 1);
         let info = self.components.info(component);
+        debug_assert!(
+            info.type_id().is_some_and(B::has_type),
+            "`component` is `B`'s field"
+        );
         if info.has_hooks(u8::MAX) | info.logs_removals() {
             return self.remove_sparse_hooked::<B, HOOKS>(entity, component);
         }
