@@ -230,6 +230,29 @@ impl Archetypes {
         }
     }
 
+    /// `bundle`'s edge out of the empty archetype, the edge a spawn takes, or `None` when the
+    /// bundle has a [sparse](crate::storage::SparseSet) field (such a bundle has no edges).
+    /// A bundle with an edge has no sparse field (and none of its components can become
+    /// sparse later: `World::make_sparse` refuses a component a bundle lists), so the sparse
+    /// flag is only read when the lookup misses (6 instructions less per spawn than reading
+    /// it first).
+    #[inline]
+    pub(crate) fn spawn_edge(
+        &mut self,
+        registry: &Components,
+        bundles: &Bundles,
+        bundle: BundleId,
+    ) -> Option<usize> {
+        match lookup(
+            &self.archetypes.all()[ArchetypeId::EMPTY.index()].edges.insert,
+            bundle,
+        ) {
+            Some(edge) => Some(edge),
+            None if bundles.infos[bundle].sparse => None,
+            None => Some(self.new_insert_edge(registry, ArchetypeId::EMPTY, &bundles.infos[bundle])),
+        }
+    }
+
     /// The slow half of [`insert_edge`](Self::insert_edge): computes the edge and caches it.
     #[cold]
     fn new_insert_edge(&mut self, registry: &Components, source: ArchetypeId, bundle: &BundleInfo) -> usize {

@@ -634,13 +634,6 @@ impl World {
         self.apply_hook_commands();
         true
     }
-
-    /// The bundle id of `B` and whether it has a sparse field.
-    #[inline]
-    pub(super) fn bundle_is_sparse<B: Bundle>(&mut self) -> (BundleId, bool) {
-        let id = self.bundles.id_of::<B>(&mut self.components);
-        (id, self.bundles.infos[id].sparse)
-    }
 }
 
 /// Writes one-field bundle `B`'s value, a value of the component `set` stores, as

@@ -38,7 +38,7 @@ where
     #[track_caller]
     pub(super) fn new(world: &'w mut World, source: I) -> Self {
         world.flush();
-        if world.bundle_is_sparse::<I::Item>().1 {
+        let Some(edge) = world.spawn_edge::<I::Item>() else {
             // A sparse field never enters the archetype: each item is a `World::spawn`.
             return Self {
                 world,
@@ -46,8 +46,7 @@ where
                 edge: usize::MAX,
                 hooked: true,
             };
-        }
-        let edge = world.spawn_edge::<I::Item>();
+        };
         let target = world.archetypes.insert_edges[edge].target;
         let (lower, _) = source.size_hint();
         if lower >= u32::MAX as usize {
