@@ -74,7 +74,8 @@ where
     #[inline(always)]
     fn spawn_one(&mut self, bundle: I::Item) -> Entity {
         if self.hooked {
-            return self.spawn_one_hooked(bundle);
+            // A copy of its own for the out-of-line path, as in `World::spawn`.
+            return self.spawn_one_hooked(std::hint::black_box(bundle));
         }
         self.world.spawn_along(self.edge, bundle).0
     }
