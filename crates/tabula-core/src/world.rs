@@ -433,6 +433,11 @@ impl World {
 
     /// The end of a despawn, once the hooks ran: frees `entity`'s id, logs its removals, and
     /// swap-removes its row, dropping the row's values.
+    ///
+    /// Always inlined, with the table's swap-remove: called out of line, `despawn` took 11
+    /// instructions more per entity than before sparse sets (171 against 160, despawning
+    /// 10,000 entities of two components in spawn order), 3 more inlined.
+    #[inline(always)]
     fn free_entity_and_row(&mut self, entity: Entity) -> Result<(), EntityError> {
         let location = self.entities.free(entity).ok_or_else(|| self.not_found(entity))?;
         let archetype = &mut self.archetypes.archetypes.all_mut()[location.archetype.index()];

@@ -337,6 +337,8 @@ impl Table {
     ///
     /// # Safety
     /// `row < len`.
+    // Always inlined: see `World::free_entity_and_row`.
+    #[inline(always)]
     pub(crate) unsafe fn swap_remove_and_drop(&mut self, row: usize) {
         let last = self.len() - 1;
         if row != last {
