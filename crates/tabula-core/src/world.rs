@@ -944,6 +944,13 @@ impl World {
         self.archetypes.archetypes.all()
     }
 
+    /// What cached queries compare to learn whether anything they match may have changed
+    /// (see `ArchetypeList::match_epoch`).
+    #[inline]
+    pub(crate) fn match_epoch(&self) -> usize {
+        self.archetypes.archetypes.match_epoch()
+    }
+
     /// The archetypes, their index and edges, mutably (disabling components, `shrink`).
     #[inline]
     pub(crate) fn archetypes_mut(&mut self) -> &mut Archetypes {

@@ -666,6 +666,20 @@ fn par_for_each_on_sparse_terms_leaves_added_clear_and_changed_exact() {
     });
 }
 
+/// Making a component sparse creates no archetype, and inserting it moves no row: a query
+/// built before still learns of the registration, with no new archetype to tell it.
+#[test]
+fn a_sparse_registration_alone_moves_a_query_to_the_sparse_path() {
+    let mut world = World::new();
+    let a = world.spawn((Pos(1),));
+    let mut q = world.query::<(&Pos, &Vel)>();
+    assert!(matches!(q.get(&world, a), Err(QueryError::NoMatch { .. })));
+    world.register_component::<Vel>().sparse_set();
+    world.insert_one(a, Vel(10)).unwrap();
+    assert_eq!(q.get(&world, a).unwrap(), (&Pos(1), &Vel(10)));
+    assert_eq!(q.iter(&world).count(), 1);
+}
+
 /// A query built before its component is made sparse (the query registered it, nothing
 /// stored it yet) takes the sparse path from its next use: `get`, `iter` and `contains`
 /// find the entities spawned afterwards, and a later archetype is matched too.

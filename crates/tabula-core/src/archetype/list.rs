@@ -1,8 +1,9 @@
-//! The list of a world's archetypes and its shape stamp.
+//! The list of a world's archetypes, its shape stamp and its match epoch.
 //!
-//! A module of its own so that the stamp's rule is the module boundary's: outside this file
-//! nothing reaches the list but through its methods, and every method that hands out a table
-//! mutably (or adds one) moves the stamp on.
+//! A module of its own so that the stamps' rules are the module boundary's: outside this file
+//! nothing reaches the list but through its methods, every method that hands out a table
+//! mutably (or adds one) moves the shape on, and every one that adds an archetype moves the
+//! match epoch on.
 
 use super::{Archetype, ArchetypeId, Edges};
 
@@ -17,6 +18,8 @@ use super::{Archetype, ArchetypeId, Edges};
 pub(crate) struct ArchetypeList {
     list: Vec<Archetype>,
     shape: u64,
+    /// See [`match_epoch`](Self::match_epoch).
+    match_epoch: usize,
 }
 
 impl ArchetypeList {
@@ -46,11 +49,29 @@ impl ArchetypeList {
         self.list.len()
     }
 
-    /// Adds `archetype`, whose id is the list's length. Moves the shape on.
+    /// Adds `archetype`, whose id is the list's length. Moves the shape and the match epoch
+    /// on.
     pub(crate) fn push(&mut self, archetype: Archetype) {
         debug_assert_eq!(archetype.id().index(), self.list.len());
         self.shape += 1;
+        self.match_epoch += 1;
         self.list.push(archetype);
+    }
+
+    /// The match epoch: it moves on whenever what a cached query matches may change, that is
+    /// when an archetype is added or a component is made sparse
+    /// ([`sparse_registered`](Self::sparse_registered)). It only increases, so a query that
+    /// kept the last reading learns that nothing is new from one comparison, the check every
+    /// `QueryState::get` and every pass makes.
+    #[inline]
+    pub(crate) fn match_epoch(&self) -> usize {
+        self.match_epoch
+    }
+
+    /// A component was made sparse: moves the match epoch on, so that cached queries naming
+    /// it take the sparse path.
+    pub(crate) fn sparse_registered(&mut self) {
+        self.match_epoch += 1;
     }
 
     /// Sets bit `bit` of the disabling mask of every archetype that stores `id`. Leaves the

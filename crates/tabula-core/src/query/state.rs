@@ -25,7 +25,13 @@ pub(crate) struct Matched<DC, FC> {
     pub(crate) filter: FC,
 }
 
+/// A `matched_index` entry for an archetype the query does not match.
 const NOT_MATCHED: u32 = u32::MAX;
+
+/// Set in the `matched_index` entries of a query on the sparse path. `NOT_MATCHED` has it
+/// too, so a lookup sends both off the table path with one test, rather than testing the
+/// state's `sparse` flag as well (see `QueryState::get_as`).
+const OFF_TABLE: u32 = 1 << 31;
 
 /// A query over one world: the data `D` it fetches, for entities that pass filter `F`.
 ///
@@ -63,7 +69,8 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     pub(crate) data_state: D::State,
     pub(crate) filter_state: F::State,
     pub(crate) matched: Vec<Matched<D::Cache, F::Cache>>,
-    /// Archetype index -> index into `matched`, or `NOT_MATCHED`.
+    /// Archetype index -> index into `matched` (with `OFF_TABLE` set on the sparse path), or
+    /// `NOT_MATCHED`.
     matched_index: Vec<u32>,
     archetypes_seen: usize,
     /// The disabling components this query skips (bits of each archetype's `disabling`
@@ -82,9 +89,8 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     pub(crate) sparse: bool,
     /// How many components the world stored sparse when `sparse` was decided.
     sparse_seen: usize,
-    /// `archetypes_seen + sparse_seen` once both are up to date (`usize::MAX` before the
-    /// first update): both only grow, so their sum moves whenever either does, and a
-    /// lookup learns that nothing is new from one comparison.
+    /// The world's match epoch when both were last brought up to date (`usize::MAX` before
+    /// the first update): a lookup learns that nothing is new from one comparison.
     epoch_seen: usize,
 }
 
@@ -185,7 +191,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         );
         // Inline, so that a lookup (`get`) pays one comparison when nothing is new (two
         // made `QueryState::get` 3 instructions dearer, of 34; callgrind).
-        if self.epoch_seen != world.archetype_list().len() + world.sparse.count() {
+        if self.epoch_seen != world.match_epoch() {
             self.catch_up(world);
         }
     }
@@ -200,7 +206,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         if self.sparse_seen != world.sparse.count() {
             self.sparse_registered(world);
         }
-        self.epoch_seen = self.archetypes_seen + self.sparse_seen;
+        self.epoch_seen = world.match_epoch();
     }
 
     /// A component was made sparse since the state decided its path (it was registered by
@@ -244,8 +250,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             let (Some(data), Some(filter)) = (data, filter) else {
                 continue;
             };
-            self.matched_index[archetype.id().index()] =
-                u32::try_from(self.matched.len()).expect("a query matches fewer than 2^32 - 1 archetypes");
+            let index = u32::try_from(self.matched.len())
+                .ok()
+                .filter(|&index| index < OFF_TABLE)
+                .expect("a query matches fewer than 2^31 archetypes");
+            self.matched_index[archetype.id().index()] = if self.sparse { index | OFF_TABLE } else { index };
             self.matched.push(Matched {
                 archetype: archetype.id(),
                 data,
@@ -446,9 +455,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// The item of one entity as `R`, `D` itself or its read-only form.
     ///
-    /// The table path stays inline and the sparse one is a call: a lookup that carried both
-    /// paths to one result made `QueryState::get` 1.47x the instructions of a table-only
-    /// build (`random_get/tabula_query_get`, 50 against 34 a lookup, callgrind).
+    /// The table path stays inline and the rest (the sparse path, and no match) is a call: a
+    /// lookup that carried both paths to one result made `QueryState::get` 1.47x the
+    /// instructions of a table-only build (`random_get/tabula_query_get`, 50 against 34 a
+    /// lookup, callgrind). One test of the archetype's entry (`OFF_TABLE`) picks the path,
+    /// and one comparison with the world's match epoch tells that nothing is new: testing
+    /// the `sparse` flag first and comparing with the sum of two counts made it 39 (35 now).
     ///
     /// # Safety
     /// As for [`get_unchecked`](Self::get_unchecked), and `R` is `D` or `D::ReadOnly` (so it
@@ -460,22 +472,25 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<R::Item<'w>, QueryError> {
-        if self.sparse {
-            // SAFETY: forwarded contract.
-            return unsafe { self.get_sparse_as::<R>(world, entity, ticks) };
-        }
         // SAFETY: the state is up to date for this world (the caller's contract).
-        let found = unsafe { self.locate(world, entity, ticks) }?;
-        // SAFETY: forwarded contract; `found` came from `locate`.
+        let (location, entry) = unsafe { self.entry_of(world, entity) }?;
+        if entry & OFF_TABLE != 0 {
+            // SAFETY: forwarded contract.
+            return unsafe { self.get_off_table_as::<R>(world, entity, ticks) };
+        }
+        // SAFETY: as above; the entry is the one of `location`'s archetype, on the table path.
+        let found = unsafe { self.found_in_table(world, entity, location, entry, ticks) }?;
+        // SAFETY: forwarded contract; `found` came from `found_in_table`, as from `locate`.
         Ok(unsafe { fetch_found::<R, F>(&self.data_state, world, found, entity, ticks) })
     }
 
-    /// [`get_as`](Self::get_as) on the sparse path, out of line.
+    /// [`get_as`](Self::get_as) off the table path (on the sparse path, or no match), out of
+    /// line.
     ///
     /// # Safety
     /// As for [`get_as`](Self::get_as).
     #[inline(never)]
-    unsafe fn get_sparse_as<'w, R: QueryData<State = D::State, Cache = D::Cache>>(
+    unsafe fn get_off_table_as<'w, R: QueryData<State = D::State, Cache = D::Cache>>(
         &self,
         world: UnsafeWorldCell<'w>,
         entity: Entity,
@@ -675,8 +690,52 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         entity: Entity,
         ticks: RunTicks,
     ) -> Result<Found<'w, '_, D::Cache, F::Cache>, QueryError> {
+        // SAFETY: forwarded contract.
+        let (location, entry) = unsafe { self.entry_of(world, entity) }?;
+        if entry & OFF_TABLE == 0 {
+            // SAFETY: forwarded contract; the entry is the one of `location`'s archetype.
+            return unsafe { self.found_in_table(world, entity, location, entry, ticks) };
+        }
+        if entry == NOT_MATCHED {
+            return Err(self.no_match(entity));
+        }
         // SAFETY: only the structure is read through this reference (and the filters' ticks,
         // which the caller covers).
+        let world = unsafe { world.world() };
+        // SAFETY: the entry was recorded for a match (on the sparse path), and matches are
+        // never removed; the location names one of the world's archetypes.
+        let (matched, archetype) = unsafe {
+            (
+                self.matched.get_unchecked((entry & !OFF_TABLE) as usize),
+                world.archetype_at(location),
+            )
+        };
+        // SAFETY: the match is on the sparse path (flagged); the filter reads ticks of a live
+        // row under the caller's access, the data term only the sets' structure.
+        let passes = unsafe {
+            let (data, mut filter) = (
+                D::fetch_sparse(&self.data_state, matched.data, archetype, world, ticks),
+                F::fetch_sparse(&self.filter_state, matched.filter, archetype, world, ticks),
+            );
+            F::filter_entity(&mut filter, location.row as usize, entity) && D::has_entity(&data, entity)
+        };
+        if !passes {
+            return Err(self.no_match(entity));
+        }
+        Ok((location, archetype, matched, true))
+    }
+
+    /// Where `entity` is, and the `matched_index` entry of its archetype.
+    ///
+    /// # Safety
+    /// As for [`locate`](Self::locate).
+    #[inline(always)]
+    unsafe fn entry_of(
+        &self,
+        world: UnsafeWorldCell<'_>,
+        entity: Entity,
+    ) -> Result<(EntityLocation, u32), QueryError> {
+        // SAFETY: only the entity index is read through this reference.
         let world = unsafe { world.world() };
         let location = world.entities().get(entity).ok_or_else(|| {
             match crate::EntityError::not_found(entity, world.tag()) {
@@ -684,49 +743,59 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 _ => QueryError::NoSuchEntity(entity),
             }
         })?;
-        let no_match = || QueryError::NoMatch {
-            entity,
-            query: type_name::<(D, F)>(),
-        };
         // SAFETY: live entities are in archetypes the state has seen (the caller's contract),
         // and `matched_index` has an entry per archetype seen.
-        let index = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
-        if index == NOT_MATCHED {
-            return Err(no_match());
-        }
-        let sparse = self.sparse;
-        // SAFETY: `index` was recorded for a match, and matches are never removed; the
+        let entry = unsafe { *self.matched_index.get_unchecked(location.archetype.index()) };
+        Ok((location, entry))
+    }
+
+    /// [`locate`](Self::locate) for an entity whose archetype's `entry` is on the table path
+    /// (`OFF_TABLE` clear).
+    ///
+    /// # Safety
+    /// As for [`locate`](Self::locate); `entry` is the `matched_index` entry of `location`'s
+    /// archetype, and `location` is `entity`'s.
+    #[inline(always)]
+    unsafe fn found_in_table<'w>(
+        &self,
+        world: UnsafeWorldCell<'w>,
+        entity: Entity,
+        location: EntityLocation,
+        entry: u32,
+        ticks: RunTicks,
+    ) -> Result<Found<'w, '_, D::Cache, F::Cache>, QueryError> {
+        debug_assert_eq!(entry & OFF_TABLE, 0);
+        // SAFETY: only the structure is read through this reference (and the filters' ticks,
+        // which the caller covers).
+        let world = unsafe { world.world() };
+        // SAFETY: the entry was recorded for a match, and matches are never removed; the
         // location names one of the world's archetypes.
         let (matched, archetype) = unsafe {
             (
-                self.matched.get_unchecked(index as usize),
+                self.matched.get_unchecked(entry as usize),
                 world.archetype_at(location),
             )
         };
-        if sparse {
-            // SAFETY: the match is on the sparse path (flagged); the filter reads ticks of a
-            // live row under the caller's access, the data term only the sets' structure.
-            let passes = unsafe {
-                let (data, mut filter) = (
-                    D::fetch_sparse(&self.data_state, matched.data, archetype, world, ticks),
-                    F::fetch_sparse(&self.filter_state, matched.filter, archetype, world, ticks),
-                );
-                F::filter_entity(&mut filter, location.row as usize, entity) && D::has_entity(&data, entity)
-            };
-            if !passes {
-                return Err(no_match());
-            }
-        } else if !F::ARCHETYPAL {
+        if !F::ARCHETYPAL {
             // SAFETY: the filter only reads ticks of a live row, under the caller's access.
             let passes = unsafe {
                 let mut fetch = F::fetch_archetype(matched.filter, archetype, ticks);
                 F::filter_row(&mut fetch, location.row as usize)
             };
             if !passes {
-                return Err(no_match());
+                return Err(self.no_match(entity));
             }
         }
-        Ok((location, archetype, matched, sparse))
+        Ok((location, archetype, matched, false))
+    }
+
+    /// The error for an entity the query does not match.
+    #[cold]
+    fn no_match(&self, entity: Entity) -> QueryError {
+        QueryError::NoMatch {
+            entity,
+            query: type_name::<(D, F)>(),
+        }
     }
 
     /// The parts of the state an iterator reads.

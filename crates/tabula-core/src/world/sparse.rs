@@ -66,6 +66,7 @@ impl World {
         );
         self.components.set_sparse(id);
         self.sparse.make(self.components.info(id));
+        self.archetypes.archetypes.sparse_registered();
     }
 
     /// True when the sparse component `id` is held by `entity` (false for a table component).
