@@ -91,15 +91,16 @@ impl World {
         self.sparse_set_of::<T>().is_some_and(|set| set.contains(entity))
     }
 
-    /// `get::<T>` for a sparse `T`: `None` when `T` is not sparse or `entity` lacks it.
+    /// Where `get::<T>` finds a sparse `T`: the value array of `T`'s set and `entity`'s row
+    /// in it; `None` when `T` is not sparse or `entity` lacks it. The array stores `T`s and
+    /// the row is live.
     #[cold]
     #[inline(never)]
-    pub(super) fn sparse_get<T: Component>(&self, entity: Entity) -> Option<&T> {
+    pub(super) fn sparse_values_of<T: Component>(&self, entity: Entity) -> Option<(*mut u8, u32)> {
         let set = self.sparse_set_of::<T>()?;
         let row = set.row_of(entity)?;
-        // SAFETY: the set's one column stores `T` (the set of `T`'s id) and `row` is live;
-        // `&self` rules out any `&mut` to it.
-        Some(unsafe { &*set.table().column(0).ptr(row).cast::<T>() })
+        // A set's rows are its `u32` slots less one.
+        Some((set.table().column(0).data_ptr(), row as u32))
     }
 
     /// `get_mut::<T>` for a sparse `T`, once `entity` is known alive: `None` when `T` is not
