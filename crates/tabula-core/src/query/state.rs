@@ -250,10 +250,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             let (Some(data), Some(filter)) = (data, filter) else {
                 continue;
             };
+            // Below `OFF_TABLE - 1`, so that no entry with `OFF_TABLE` set reads `NOT_MATCHED`.
             let index = u32::try_from(self.matched.len())
                 .ok()
-                .filter(|&index| index < OFF_TABLE)
-                .expect("a query matches fewer than 2^31 archetypes");
+                .filter(|&index| index < OFF_TABLE - 1)
+                .expect("a query matches fewer than 2^31 - 1 archetypes");
             self.matched_index[archetype.id().index()] = if self.sparse { index | OFF_TABLE } else { index };
             self.matched.push(Matched {
                 archetype: archetype.id(),
