@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use tabula::{EntityError, World};
 
 #[test]
-// Tag leasing is safe code under a mutex; under Miri the 556 worlds take two minutes.
+// Tag leasing is safe code under a mutex, and under Miri the 556 worlds would take minutes.
 #[cfg_attr(miri, ignore)]
 fn live_worlds_never_share_a_tag_and_dropped_tags_come_back_in_order() {
     // 300 worlds made and dropped in a loop while the first lives: every one refuses the
