@@ -75,13 +75,17 @@ impl TagPool {
             // Held now, or released (then it is in the queue): never free in this range again.
             self.never_released += 1;
         }
-        while let Some((at, tag)) = self.released.pop_front() {
-            let tag = usize::from(tag);
-            if self.live[tag] == 0 && self.released_at[tag] == at {
-                return Some(tag);
+        while let Some(entry) = self.released.pop_front() {
+            if self.is_current(entry) {
+                return Some(usize::from(entry.1));
             }
         }
         None
+    }
+
+    /// True when a queue entry is not stale: its tag is free and was last released then.
+    fn is_current(&self, (at, tag): (u64, u8)) -> bool {
+        self.live[usize::from(tag)] == 0 && self.released_at[usize::from(tag)] == at
     }
 
     /// Holds `tag` whether or not another live world does.
@@ -98,9 +102,9 @@ impl TagPool {
             // Stale entries come from tags pinned while free (`World::with_tag`): drop them
             // now and then, so that the queue stays within twice the tags.
             if self.released.len() > 2 * TAGS {
-                let (live, released_at) = (&self.live, &self.released_at);
-                (self.released)
-                    .retain(|&(at, tag)| live[usize::from(tag)] == 0 && released_at[usize::from(tag)] == at);
+                let mut released = std::mem::take(&mut self.released);
+                released.retain(|&entry| self.is_current(entry));
+                self.released = released;
             }
         }
     }
