@@ -194,6 +194,51 @@ fn writes_through_iter_mut_and_for_each() {
 }
 
 #[test]
+fn an_iterator_stepped_then_folded_yields_each_item_once() {
+    both(|storage, world| {
+        let es = populate(world, N);
+        let expected: Vec<_> = (0..N)
+            .map(|i| (i, (i % 2 == 0).then_some(i), i % 3 == 0))
+            .collect();
+        let item = |(p, v, t): (&Pos, Option<&Vel>, bool)| (p.0, v.map(|v| v.0), t);
+        let mut q = world.query::<(&Pos, Option<&Vel>, Has<Tag>)>();
+        // A few items through `next`, the rest through `fold` (what `for_each` runs).
+        for stepped in [0, 1, 4, N as usize] {
+            let mut iter = q.iter(world);
+            let mut got: Vec<_> = iter.by_ref().take(stepped).map(item).collect();
+            iter.for_each(|i| got.push(item(i)));
+            assert_eq!(sorted(got), expected, "{storage:?}, {stepped} stepped");
+        }
+
+        // A per-row filter (`Changed`), stepped through a written `Mut` and then folded.
+        let mut changed = world.query_filtered::<(Entity, Mut<Vel>), Changed<Vel>>();
+        assert_eq!(
+            changed.iter_mut(world).count(),
+            expected.iter().filter(|e| e.1.is_some()).count()
+        );
+        for e in [es[2], es[6], es[8]] {
+            world.get_mut::<Vel>(e).unwrap().0 += 100;
+        }
+        let mut iter = changed.iter_mut(world);
+        let (first, mut v) = iter.next().expect("three changed rows");
+        v.0 += 1;
+        let mut got = vec![first];
+        iter.for_each(|(e, _)| got.push(e));
+        assert_eq!(sorted(got), sorted(vec![es[2], es[6], es[8]]), "{storage:?}");
+        let vels = sorted(
+            world
+                .query::<&Vel>()
+                .iter(world)
+                .map(|v| v.0)
+                .filter(|v| *v >= 100)
+                .collect(),
+        );
+        assert_eq!(vels.len(), 3, "{storage:?}");
+        assert_eq!(vels.iter().sum::<u32>(), 2 + 6 + 8 + 300 + 1, "{storage:?}");
+    });
+}
+
+#[test]
 fn get_single_and_contains_look_sparse_components_up() {
     both(|storage, world| {
         let es = populate(world, 6);

@@ -208,8 +208,35 @@ pub unsafe trait QueryData: WorldQuery {
     #[inline]
     unsafe fn store_mark(_fetch: &mut Self::Fetch<'_>, _row: usize) {}
 
-    /// The sparse path's item of archetype row `row`, whose entity is `entity`: `None` when
-    /// a sparse component the term requires is missing.
+    /// The sparse path's fetch of one row: a fetch whose row 0 is the item of archetype row
+    /// `row`, whose entity is `entity` (a term over a table component points at `row`, one
+    /// over a sparse component at the entity's dense row); `None` when a sparse component
+    /// the term requires is missing. Every sparse-aware term implements it; the sparse path
+    /// refuses the others before any fetch is made.
+    ///
+    /// Its item is made by [`fetch`](Self::fetch) at row 0, so that `QueryIter::next` makes
+    /// a sparse row's item where it makes a table row's (`query/iter.rs`).
+    ///
+    /// # Safety
+    /// The fetch came from [`fetch_sparse`](WorldQuery::fetch_sparse) and `row` is one of its
+    /// archetype's live rows. The returned fetch is read at row 0 only, under the same
+    /// contract as [`fetch`](Self::fetch) there.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn row_fetch<'w>(
+        _fetch: &Self::Fetch<'w>,
+        _row: usize,
+        _entity: Entity,
+    ) -> Option<Self::Fetch<'w>> {
+        unreachable!(
+            "`{}` is not sparse-aware (`WorldQuery::SPARSE_AWARE`), so no query on the sparse path has it",
+            std::any::type_name::<Self>()
+        )
+    }
+
+    /// The sparse path's item of archetype row `row`, whose entity is `entity`: the item of
+    /// its [`row_fetch`](Self::row_fetch), or `None` when a sparse component the term
+    /// requires is missing.
     ///
     /// # Safety
     /// As for [`fetch`](Self::fetch), with a fetch from
@@ -219,21 +246,10 @@ pub unsafe trait QueryData: WorldQuery {
     unsafe fn fetch_entity<'w>(
         fetch: &mut Self::Fetch<'w>,
         row: usize,
-        _entity: Entity,
+        entity: Entity,
     ) -> Option<Self::Item<'w>> {
-        // SAFETY: the caller's contract.
-        Some(unsafe { Self::fetch(fetch, row) })
-    }
-
-    /// Whether the sparse path has an item for `entity` (every required sparse component
-    /// is there), without making it.
-    ///
-    /// # Safety
-    /// The fetch came from [`fetch_sparse`](WorldQuery::fetch_sparse).
-    #[doc(hidden)]
-    #[inline]
-    unsafe fn has_entity(_fetch: &Self::Fetch<'_>, _entity: Entity) -> bool {
-        true
+        // SAFETY: the caller's contract; the row fetch is read at its row 0, once.
+        unsafe { Self::row_fetch(fetch, row, entity).map(|mut row_fetch| Self::fetch(&mut row_fetch, 0)) }
     }
 }
 
@@ -310,6 +326,12 @@ unsafe impl QueryData for Entity {
     unsafe fn fetch_chunk<'w>(fetch: &mut Self::Fetch<'w>, len: usize) -> Self::Chunk<'w> {
         // SAFETY: the entity list holds `len` ids and is not mutated during the iteration.
         unsafe { std::slice::from_raw_parts(*fetch, len) }
+    }
+
+    #[inline]
+    unsafe fn row_fetch<'w>(fetch: &Self::Fetch<'w>, row: usize, _: Entity) -> Option<Self::Fetch<'w>> {
+        // SAFETY: `row` is a live row of the list (the caller's contract).
+        Some(unsafe { fetch.add(row) })
     }
 }
 
@@ -580,23 +602,21 @@ macro_rules! read_term {
             }
 
             #[inline]
-            unsafe fn fetch_entity<'w>(
-                fetch: &mut Self::Fetch<'w>,
+            unsafe fn row_fetch<'w>(
+                fetch: &Self::Fetch<'w>,
                 row: usize,
                 entity: Entity,
-            ) -> Option<Self::Item<'w>> {
+            ) -> Option<Self::Fetch<'w>> {
                 // SAFETY: the lookup is of a set in place (the caller's contract); the row it
                 // gives is live in the table the fetch points into.
                 unsafe {
                     let row = fetch.sparse.row(entity, row)?;
-                    Some(Self::fetch(fetch, row))
+                    Some(ReadFetch {
+                        values: fetch.values.add(row),
+                        ticks: fetch.ticks.add(row),
+                        ..*fetch
+                    })
                 }
-            }
-
-            #[inline]
-            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
-                // SAFETY: the caller's contract.
-                unsafe { fetch.sparse.row(entity, 0).is_some() }
             }
         }
 
@@ -730,25 +750,23 @@ macro_rules! write_term {
             }
 
             #[inline]
-            unsafe fn fetch_entity<'w>(
-                fetch: &mut Self::Fetch<'w>,
+            unsafe fn row_fetch<'w>(
+                fetch: &Self::Fetch<'w>,
                 row: usize,
                 entity: Entity,
-            ) -> Option<Self::Item<'w>> {
+            ) -> Option<Self::Fetch<'w>> {
                 // SAFETY: the lookup is of a set in place (the caller's contract); the row it
                 // gives is live in the table the fetch points into, and belongs to `entity`
-                // alone, whose item the caller makes once. The item marks the row itself
-                // (not deferred), so a dense row is marked on write like an archetype row.
+                // alone, whose item the caller makes once. The item (`fetch`, not deferred)
+                // marks the row itself, so a dense row is marked on write like an archetype row.
                 unsafe {
                     let row = fetch.sparse.row(entity, row)?;
-                    Some(Self::fetch(fetch, row))
+                    Some(WriteFetch {
+                        values: fetch.values.add(row),
+                        ticks: fetch.ticks.add(row),
+                        ..*fetch
+                    })
                 }
-            }
-
-            #[inline]
-            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
-                // SAFETY: the caller's contract.
-                unsafe { fetch.sparse.row(entity, 0).is_some() }
             }
         }
     };
@@ -864,16 +882,12 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
     }
 
     #[inline]
-    unsafe fn fetch_entity<'w>(
-        fetch: &mut Self::Fetch<'w>,
-        row: usize,
-        entity: Entity,
-    ) -> Option<Self::Item<'w>> {
+    unsafe fn row_fetch<'w>(fetch: &Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Fetch<'w>> {
         // SAFETY: forwarded contract; a missing sparse component makes the item `None`.
         Some(
             fetch
-                .as_mut()
-                .and_then(|fetch| unsafe { Q::fetch_entity(fetch, row, entity) }),
+                .as_ref()
+                .and_then(|fetch| unsafe { Q::row_fetch(fetch, row, entity) }),
         )
     }
 }
@@ -972,15 +986,12 @@ unsafe impl<T: Component> QueryData for Has<T> {
     }
 
     #[inline]
-    unsafe fn fetch_entity<'w>(
-        has: &mut Self::Fetch<'w>,
-        row: usize,
-        entity: Entity,
-    ) -> Option<Self::Item<'w>> {
+    unsafe fn row_fetch<'w>(has: &Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Fetch<'w>> {
         let (in_table, lookup) = *has;
         // SAFETY: the lookup is of a set in place (the caller's contract). A table lookup
         // answers `Some`, so the archetype's answer stands.
-        Some(in_table || (!lookup.is_table() && unsafe { lookup.row(entity, row) }.is_some()))
+        let has = in_table || (!lookup.is_table() && unsafe { lookup.row(entity, row) }.is_some());
+        Some((has, SparseLookup::TABLE))
     }
 }
 
@@ -1097,27 +1108,10 @@ macro_rules! tuple_data {
             }
 
             #[inline]
-            unsafe fn fetch_entity<'w>(
-                fetch: &mut Self::Fetch<'w>,
-                row: usize,
-                entity: Entity,
-            ) -> Option<Self::Item<'w>> {
-                // Every member is checked before any item is made.
-                // SAFETY: forwarded contract, member by member.
+            unsafe fn row_fetch<'w>(fetch: &Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Fetch<'w>> {
+                // SAFETY: forwarded contract, member by member (no item is made here).
                 #[allow(unused_unsafe)]
-                let present = unsafe { Self::has_entity(fetch, entity) };
-                if !present {
-                    return None;
-                }
-                // SAFETY: as above.
-                #[allow(unused_unsafe)]
-                unsafe { Some(($($name::fetch_entity(&mut fetch.$index, row, entity)?,)*)) }
-            }
-
-            #[inline]
-            unsafe fn has_entity(fetch: &Self::Fetch<'_>, entity: Entity) -> bool {
-                // SAFETY: forwarded contract, member by member.
-                true $(&& unsafe { $name::has_entity(&fetch.$index, entity) })*
+                unsafe { Some(($($name::row_fetch(&fetch.$index, row, entity)?,)*)) }
             }
         }
 

@@ -40,7 +40,9 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     archetypes: &'w [Archetype],
     matched: std::slice::Iter<'s, Matched<D::Cache, F::Cache>>,
     ticks: RunTicks,
-    current: Option<(D::Fetch<'w>, F::Fetch<'w>)>,
+    /// The fetches of the current archetype, or (filter `None`) a sparse row's
+    /// [`row_fetch`](QueryData::row_fetch), whose item is its row 0: see `next`.
+    current: Option<(D::Fetch<'w>, Option<F::Fetch<'w>>)>,
     row: usize,
     len: usize,
     /// The walk of a query on the sparse path (`query/sparse.rs`); its table walk above is
@@ -49,7 +51,7 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     /// iterator: with a pointer into it, a `for` loop over a table query could no longer
     /// keep the iterator in registers, and stored and reloaded its state every row
     /// (`simple_iter/tabula_for_loop`: 3.8x the instructions of a build without sparse
-    /// sets; boxed, 1.2x).
+    /// sets; boxed, and with one item site in `next`, 0.9x).
     sparse: Option<Box<SparseIter<'w, 's, D, F>>>,
 }
 
@@ -94,7 +96,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
             || self
                 .sparse
                 .as_mut()
-                .is_some_and(|sparse| sparse.advance().is_some())
+                .is_some_and(|sparse| sparse.next_row_fetch().is_some())
     }
 
     /// Advances to the next row that passes the filter, leaving it at `self.row - 1`; false
@@ -106,8 +108,13 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
                 while self.row < self.len {
                     let row = self.row;
                     self.row += 1;
-                    // SAFETY: `row < len`, a live row of the current archetype.
-                    if F::ARCHETYPAL || unsafe { F::filter_row(filter, row) } {
+                    // (A sparse row's fetch, which has no filter, is never walked here: `next`
+                    // leaves it with `row == len`.)
+                    let passes = |filter: &mut F::Fetch<'w>| {
+                        // SAFETY: `row < len`, a live row of the current archetype.
+                        unsafe { F::filter_row(filter, row) }
+                    };
+                    if F::ARCHETYPAL || filter.as_mut().is_none_or(passes) {
                         return true;
                     }
                 }
@@ -121,7 +128,8 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
             // Empty archetypes are skipped without building a fetch.
             self.current = (self.len > 0).then(|| {
                 // SAFETY: the cache came from matching this archetype; access per `new`.
-                unsafe { fetch_matched::<D, F>(matched, archetype, self.ticks) }
+                let (data, filter) = unsafe { fetch_matched::<D, F>(matched, archetype, self.ticks) };
+                (data, Some(filter))
             });
         }
     }
@@ -140,7 +148,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
     /// How many rows remain that match.
     pub(crate) fn count_matches(mut self) -> usize {
         if let Some(mut sparse) = self.sparse {
-            return std::iter::from_fn(|| sparse.advance()).count();
+            return std::iter::from_fn(|| sparse.next_row_fetch()).count();
         }
         if F::ARCHETYPAL {
             return self.rows_left();
@@ -156,12 +164,15 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     fn next(&mut self) -> Option<D::Item<'w>> {
         if !self.matches_more() {
             // The end of the table walk, or a query on the sparse path: its walk steps out
-            // of line (through the box, see `sparse`) and its item is made here. (Inline,
-            // the walk made `simple_iter/tabula_for_loop` 1.8x its table-only instructions;
-            // with the item made out of line too, returned through memory, more again.)
-            let sparse = self.sparse.as_deref_mut()?;
-            let (row, entity) = sparse.advance_out_of_line()?;
-            return sparse.item_at(row, entity);
+            // of line (through the box, see `sparse`) to the next row's fetch, which becomes
+            // the current one-row "archetype", so that the item below is made in one place
+            // for both paths. (Made here too, a second item merging with the table row's
+            // cost `simple_iter/tabula_for_loop` 1.35x its table-only instructions, and more
+            // by time: the loop kept less of its state in registers.)
+            let row_fetch = self.sparse.as_deref_mut()?.next_row_fetch_out_of_line()?;
+            self.current = Some((row_fetch, None));
+            self.row = 1;
+            self.len = 1;
         }
         let (data, _) = self.current.as_mut()?;
         // SAFETY: `matches_more` left a live, passing row at `row - 1`; each row is yielded once.
@@ -191,8 +202,11 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
         // per `new`.
         unsafe {
             let mut acc = match self.current {
-                Some(current) => fold_rows::<D, F, B>(init, current, self.row..self.len, &mut g),
-                None => init,
+                Some((data, Some(filter))) => {
+                    fold_rows::<D, F, B>(init, (data, filter), self.row..self.len, &mut g)
+                }
+                // No archetype, or (on the sparse path, returned above) a row already yielded.
+                _ => init,
             };
             for (matched, archetype, len) in non_empty(self.matched.as_slice(), self.archetypes) {
                 let fetches = fetch_matched::<D, F>(matched, archetype, self.ticks);

@@ -104,61 +104,59 @@ impl<'w, 's, D: QueryData, F: QueryFilter> SparseIter<'w, 's, D, F> {
         }
     }
 
-    /// Advances to the next row that passes the filter and has every required sparse
-    /// component; returns it with its entity.
+    /// The [`row_fetch`](QueryData::row_fetch) of the next row that passes the filter and
+    /// has every required sparse component: its item is the fetch's row 0.
     #[inline]
-    pub(crate) fn advance(&mut self) -> Option<(usize, Entity)> {
+    pub(crate) fn next_row_fetch(&mut self) -> Option<D::Fetch<'w>> {
         loop {
             if let Some((data, filter, entities)) = &mut self.current {
                 while let Some(&entity) = entities.get(self.row) {
                     let row = self.row;
                     self.row += 1;
                     // SAFETY: `row` is a live row of the current archetype, whose fetches
-                    // these are.
-                    if unsafe { F::filter_entity(filter, row, entity) && D::has_entity(data, entity) } {
-                        return Some((row, entity));
+                    // these are; the filter reads it before any item of it exists.
+                    unsafe {
+                        if F::filter_entity(filter, row, entity)
+                            && let Some(row_fetch) = D::row_fetch(data, row, entity)
+                        {
+                            return Some(row_fetch);
+                        }
                     }
                 }
             }
-            let matched = self.matched.next()?;
-            let archetype = &self.world.archetype_list()[matched.archetype.index()];
-            self.row = 0;
-            self.current = (!archetype.is_empty()).then(|| {
-                // SAFETY: a match of the state, per `new`.
-                let (data, filter) = unsafe { self.fetch(matched, archetype) };
-                (data, filter, archetype.entities())
-            });
+            self.next_archetype()?;
         }
     }
 
-    /// The next item.
-    #[inline]
-    pub(crate) fn next_item(&mut self) -> Option<D::Item<'w>> {
-        let (row, entity) = self.advance()?;
-        self.item_at(row, entity)
-    }
-
-    /// [`advance`](Self::advance), out of line: for `QueryIter::next`, which makes the
-    /// item itself with [`item_at`](Self::item_at) (see there).
+    /// [`next_row_fetch`](Self::next_row_fetch), out of line: for `QueryIter::next`, which
+    /// makes the item where it makes a table row's (see there).
     #[inline(never)]
-    pub(crate) fn advance_out_of_line(&mut self) -> Option<(usize, Entity)> {
-        self.advance()
+    pub(crate) fn next_row_fetch_out_of_line(&mut self) -> Option<D::Fetch<'w>> {
+        self.next_row_fetch()
     }
 
-    /// The item of `row` (with its `entity`), which [`advance`](Self::advance) just left.
-    #[inline(always)]
-    pub(crate) fn item_at(&mut self, row: usize, entity: Entity) -> Option<D::Item<'w>> {
-        let (data, ..) = self.current.as_mut()?;
-        // SAFETY: `advance` left a live row that has every required component; each row is
-        // visited once, so no other item of it is live.
-        unsafe { D::fetch_entity(data, row, entity) }
+    /// Moves on to the next matched archetype (its fetches, or none when it is empty);
+    /// `None` when none is left.
+    #[inline]
+    fn next_archetype(&mut self) -> Option<()> {
+        let matched = self.matched.next()?;
+        let archetype = &self.world.archetype_list()[matched.archetype.index()];
+        self.row = 0;
+        self.current = (!archetype.is_empty()).then(|| {
+            // SAFETY: a match of the state, per `new`.
+            let (data, filter) = unsafe { self.fetch(matched, archetype) };
+            (data, filter, archetype.entities())
+        });
+        Some(())
     }
 
     /// Folds the remaining items into `acc` (out of line: see [`for_each_sparse`]).
     #[inline(never)]
     pub(crate) fn fold<B>(mut self, mut acc: B, mut g: impl FnMut(B, D::Item<'w>) -> B) -> B {
-        while let Some(item) = self.next_item() {
-            acc = g(acc, item);
+        while let Some(mut row_fetch) = self.next_row_fetch() {
+            // SAFETY: the fetch of a live row that has every required component; each row is
+            // visited once, so no other item of it is live.
+            acc = g(acc, unsafe { D::fetch(&mut row_fetch, 0) });
         }
         acc
     }

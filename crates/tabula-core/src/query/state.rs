@@ -718,7 +718,8 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 D::fetch_sparse(&self.data_state, matched.data, archetype, world, ticks),
                 F::fetch_sparse(&self.filter_state, matched.filter, archetype, world, ticks),
             );
-            F::filter_entity(&mut filter, location.row as usize, entity) && D::has_entity(&data, entity)
+            let row = location.row as usize;
+            F::filter_entity(&mut filter, row, entity) && D::row_fetch(&data, row, entity).is_some()
         };
         if !passes {
             return Err(self.no_match(entity));
