@@ -755,6 +755,13 @@ fn sparse_iter(c: &mut Criterion) {
             s.sparse_query
                 .for_each(&mut s.sparse, |(mut pos, vel)| integrate(&mut pos, vel))
         };
+        // The same as a `for` loop over `iter_mut`: the iterator's sparse walk, stepped out
+        // of line once per row (`QueryIter::next`).
+        "tabula_sparse_for_loop" => |s: &mut SparseIterState| {
+            for (mut pos, vel) in s.sparse_query.iter_mut(&mut s.sparse) {
+                integrate(&mut pos, vel);
+            }
+        };
         "tabula_table" => |s: &mut SparseIterState| tabula_pass(&mut s.table);
         "raw" => |s: &mut SparseIterState| {
             let (positions, velocities) = black_box((&mut s.table.positions, &s.table.velocities));
