@@ -175,7 +175,8 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             self.len = 1;
         }
         let (data, _) = self.current.as_mut()?;
-        // SAFETY: `matches_more` left a live, passing row at `row - 1`; each row is yielded once.
+        // SAFETY: `matches_more` left a live, passing row at `row - 1`, or the sparse walk a
+        // fetch of one such row, read at its row 0 (`row` is 1); each row is yielded once.
         Some(unsafe { D::fetch(data, self.row - 1) })
     }
 
